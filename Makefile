@@ -1,0 +1,38 @@
+# Two commands do all of the set-up (see README):
+#   make course   create .venv if missing, then grade the measurement exercise against the
+#                 reference and write a small CPU kernel-bench report under results/local/
+#   make test     create .venv if missing, then run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: course test lint exercises notebooks clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# The CPU build of torch first, so the range in pyproject.toml installs nothing larger.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[course,dev]"
+	touch $(STAMP)
+
+course: $(STAMP)
+	$(BIN)/python -m learning.check measurement --reference
+	$(BIN)/python -m learning.check softmax --reference
+	$(BIN)/kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+exercises: $(STAMP)
+	$(BIN)/python scripts/make_exercises.py
+
+notebooks: $(STAMP)
+	$(BIN)/jupytext --sync lessons/*.md
+
+clean-venv:
+	rm -rf $(VENV)

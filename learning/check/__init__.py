@@ -1,0 +1,1 @@
+"""The checker: `python -m learning.check <exercise>` grades one exercise."""

@@ -1,0 +1,35 @@
+"""What a check produces. Every exercise's checks return a list of :class:`CheckResult`.
+
+A check module exposes ``run(exercise: str, impl: str) -> list[CheckResult]`` where ``impl``
+is ``"exercises"`` (the learner's files, the default) or ``"reference"``. The checker runs it
+in a subprocess with a time limit (``learning.check.worker``), so nothing the learner's code
+does can crash or hang the checker itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One graded (or, with ``max_points == 0``, advisory) check.
+
+    On failure ``message`` says, in this order: on which input, what was expected, what came
+    back, and a hint that points at the likely mistake.
+    """
+
+    name: str
+    passed: bool
+    max_points: float
+    message: str = ""
+    points: float | None = None  # defaults to max_points when passed, 0 otherwise
+
+    @property
+    def earned(self) -> float:
+        if self.points is not None:
+            return self.points
+        return self.max_points if self.passed else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "points": self.earned}
