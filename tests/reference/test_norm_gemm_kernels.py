@@ -1,0 +1,265 @@
+"""Do the reference RMSNorm and GEMM kernels match the float64 oracle, reject bad inputs, and
+compile once per configuration whatever the row count (M)?
+
+On a CPU every kernel runs through Triton's interpreter, on small shapes (about 15 s on two
+cores). The ``gpu`` tests count compiled variants in Triton's kernel cache; they are skipped
+without CUDA.
+"""
+
+from __future__ import annotations
+
+# isort: off
+import inspect
+import zlib
+
+import pytest
+import torch
+
+import learning  # noqa: F401  (chooses the interpreter before triton is imported)
+from learning import correctness, ops
+from learning.runtime import default_device
+from reference.kernels import matmul as matmul_module
+from reference.kernels import rmsnorm as rmsnorm_module
+from reference.kernels.row_plan import RowPlan
+
+import triton  # after learning: the backend is chosen first
+import triton.language as tl
+
+# isort: on
+
+# The interpreter warns on loops whose start is a program id (its scalars are 1-element arrays).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Conversion of an array with ndim > 0:DeprecationWarning"
+)
+
+DEVICE = default_device()
+OP_NAMES = ("rmsnorm", "rmsnorm_train", "matmul", "matmul_train")
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _seed(*parts: object) -> int:
+    """A seed of its own for each case (not the checker's), stable from run to run."""
+    return 50_000 + zlib.crc32("/".join(map(str, parts)).encode()) % 10_000
+
+
+def _assert_matches_oracle(spec: ops.OpSpec, fn, shape, dtype, seed: int) -> None:
+    inputs = spec.inputs(shape, dtype, seed, device=DEVICE)
+    actual = spec.call(fn, inputs)
+    expected = spec.expected(inputs)
+    verdicts = correctness.compare_all(
+        actual, [e.to(DEVICE) for e in expected], spec.tolerances[dtype], dtype=dtype,
+        labels=correctness.output_labels(spec),
+    )  # fmt: skip
+    failures = [v.reason for v in verdicts if not v.passed]
+    assert not failures, f"{spec.name} {spec.shape_label(shape)} {dtype} seed {seed}: {failures}"
+
+
+# --------------------------------------------------------------------------- against the oracle
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=ops.dtype_name)
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_reference_matches_oracle(name, dtype):
+    """Does each op pass the course's correctness policy on every CPU shape, in every dtype?"""
+    spec = ops.get(name)
+    fn = spec.kernel_function("reference")
+    for shape in spec.cpu_shapes:
+        _assert_matches_oracle(spec, fn, shape, dtype, _seed(name, shape, dtype))
+
+
+# A plan that walks the row in 128-column chunks, two rows per step: the wide-row code paths
+# (taken on the GPU for N > 32768 forward, N > 8192 fp16 backward) on a CPU-sized row.
+CHUNKED_PLAN = RowPlan(block_cols=128, rows_per_program=2, num_warps=4, chunked=True, num_stages=2)
+STACKED_PLAN = RowPlan(block_cols=1024, rows_per_program=8, num_warps=4, chunked=False)
+
+
+@pytest.mark.parametrize("plan", [CHUNKED_PLAN, STACKED_PLAN], ids=["chunked", "stacked_rows"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=ops.dtype_name)
+def test_rmsnorm_plans_match_oracle(plan, dtype):
+    """Are the chunked (two-pass) and stacked-row paths right, forward and backward?"""
+    spec = ops.get("rmsnorm_train")
+
+    def with_plan(x, residual, weight, eps):
+        y, rstd = rmsnorm_module.rmsnorm_fwd(x, residual, weight, eps, save_rstd=True, plan=plan)
+        return _SavedRstd.apply(x, residual, weight, y, rstd)
+
+    class _SavedRstd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, residual, weight, y, rstd):
+            ctx.save_for_backward(x, residual, weight, rstd)
+            return y
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, residual, weight, rstd = ctx.saved_tensors
+            dx, dweight = rmsnorm_module.rmsnorm_bwd(dy, x, residual, weight, rstd, plan=plan)
+            return dx, dx, dweight, None, None
+
+    _assert_matches_oracle(spec, with_plan, (13, 781), dtype, _seed("plan", plan, dtype))
+    forward = ops.get("rmsnorm")
+    inputs = forward.inputs((13, 781), dtype, _seed("fwd", plan, dtype), device=DEVICE)
+    y, _ = rmsnorm_module.rmsnorm_fwd(**inputs, plan=plan)
+    expected = forward.expected(inputs)[0]
+    verdict = correctness.compare(y, expected, forward.tolerances[dtype], dtype=dtype)
+    assert verdict.passed, verdict.reason
+
+
+def test_residual_gradient_is_x_gradient():
+    """x and residual enter only through their sum: are their gradients the same values?"""
+    spec = ops.get("rmsnorm_train")
+    inputs = spec.inputs((16, 256), torch.float32, _seed("same"), device=DEVICE)
+    grad_x, grad_residual, _ = spec.call(spec.kernel_function("reference"), inputs)
+    assert torch.equal(grad_x, grad_residual)
+
+
+def test_matmul_reads_transposed_views():
+    """Does the forward accept strided (transposed) operands without copying them first?"""
+    spec = ops.get("matmul")
+    inputs = spec.inputs((48, 40, 72), torch.float16, _seed("transposed"), device=DEVICE)
+    a_t = inputs["a"].T.contiguous().T  # same values, column-major
+    out = matmul_module.matmul(a_t, inputs["b"])
+    tolerance = spec.tolerances[torch.float16]
+    verdict = correctness.compare(out, spec.expected(inputs)[0], tolerance, dtype=torch.float16)
+    assert verdict.passed, verdict.reason
+
+
+# --------------------------------------------------------------------------- input validation
+
+
+def _t(*shape, dtype=torch.float16):
+    return torch.randn(shape, device=DEVICE).to(dtype)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "fragment"),
+    [
+        ((_t(4, 8), _t(4, 9), _t(8)), ValueError, "residual has shape"),
+        ((_t(4, 8), _t(4, 8), _t(9)), ValueError, "weight has shape"),
+        ((_t(32), _t(32), _t(32)), ValueError, "must be 2-D"),
+        ((_t(4, 8), _t(4, 8, dtype=torch.float32), _t(8)), TypeError, "share one dtype"),
+        ((_t(4, 8, dtype=torch.double), _t(4, 8), _t(8)), TypeError, "supported"),
+        ((_t(8, 4).T, _t(4, 8), _t(8)), ValueError, "contiguous"),
+        (([[1.0]], _t(1, 1), _t(1)), TypeError, "torch.Tensor"),
+    ],
+    ids=["shape", "weight", "1-D", "mixed-dtype", "float64", "strided-columns", "list"],
+)
+def test_rmsnorm_rejects_bad_inputs(args, error, fragment):
+    """Does a bad input get a one-line error that names the problem?"""
+    with pytest.raises(error, match=fragment) as raised:
+        rmsnorm_module.rmsnorm(*args)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "fragment"),
+    [
+        ((_t(4, 8), _t(9, 5)), ValueError, "inner sizes differ"),
+        ((_t(4, 8), _t(8, 5, dtype=torch.bfloat16)), TypeError, "must match"),
+        ((_t(4, 8, 2), _t(8, 5)), ValueError, "must be 2-D"),
+        ((_t(4, 8, dtype=torch.int32), _t(8, 5, dtype=torch.int32)), TypeError, "supported"),
+        ((_t(4, 8), "b"), TypeError, "torch.Tensor"),
+    ],
+    ids=["inner", "mixed-dtype", "3-D", "int32", "string"],
+)
+def test_matmul_rejects_bad_inputs(args, error, fragment):
+    """Does a bad input get a one-line error that names the problem?"""
+    with pytest.raises(error, match=fragment) as raised:
+        matmul_module.matmul(*args)
+    assert "\n" not in str(raised.value)
+
+
+# --------------------------------------------------------------------------- specialization
+
+
+def _jit_function(kernel):
+    """The JIT function under any autotuner / heuristics wrappers."""
+    while isinstance(kernel, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
+        kernel = kernel.fn
+    return kernel
+
+
+def _constexpr_params(kernel) -> set[str]:
+    parameters = inspect.signature(_jit_function(kernel).fn).parameters.values()
+    return {p.name for p in parameters if p.annotation in (tl.constexpr, "tl.constexpr")}
+
+
+def _do_not_specialize(kernel) -> set[str]:
+    jit = _jit_function(kernel)
+    names = getattr(jit, "do_not_specialize", None)
+    if names is None:  # the interpreter keeps the decorator's arguments instead
+        names = jit.kwargs.get("do_not_specialize") or []
+    return set(names)
+
+
+ROW_KERNELS = {
+    "_rmsnorm_fwd_kernel": {"N", "BLOCK", "ROWS", "CHUNKED", "STORE_RSTD", "NUM_STAGES"},
+    "_rmsnorm_bwd_kernel": {"N", "BLOCK", "ROWS", "CHUNKED", "NUM_STAGES"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_KERNELS))
+def test_rmsnorm_row_count_is_runtime(name):
+    """Is the row count a runtime argument Triton never specializes, and the width constexpr?"""
+    kernel = getattr(rmsnorm_module, name)
+    assert _constexpr_params(kernel) == ROW_KERNELS[name]
+    assert _do_not_specialize(kernel) == {"n_rows"}
+    assert _do_not_specialize(rmsnorm_module._rmsnorm_dweight_kernel) == {"n_partials"}
+
+
+def test_matmul_specialization():
+    """Forward: M runtime, N and K constexpr. Weight gradient: M and N constexpr, K runtime."""
+    tile = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "DOT_IN_FP32", "INPUT_PRECISION"}
+    forward, rows = matmul_module._matmul_kernel, matmul_module._matmul_rows_kernel
+    assert _constexpr_params(forward) == {"N", "K", "EVEN_K"} | tile
+    assert _do_not_specialize(forward) == {"M"}
+    assert forward.keys == ["N", "K"]
+    assert _constexpr_params(rows) == {"M", "N"} | tile
+    assert _do_not_specialize(rows) == {"K"}
+    assert rows.keys == ["M", "N"]
+    assert _do_not_specialize(matmul_module._sum_splits_kernel) == {"splits"}
+
+
+# --------------------------------------------------------------------------- compiles (GPU)
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _compiled_variants(kernel) -> int:
+    jit = _jit_function(kernel)
+    return sum(len(caches[0]) for caches in jit.device_caches.values())
+
+
+@pytest.mark.gpu
+@gpu
+def test_rmsnorm_compiles_once_for_any_row_count():
+    """Forward and backward: one binary each for N = 1024, whatever M."""
+    spec = ops.get("rmsnorm_train")
+    fn = spec.kernel_function("reference")
+    kernels = [rmsnorm_module._rmsnorm_fwd_kernel, rmsnorm_module._rmsnorm_bwd_kernel,
+               rmsnorm_module._rmsnorm_dweight_kernel]  # fmt: skip
+    before = [_compiled_variants(k) for k in kernels]
+    for rows in (1000, 1024, 4099, 17, 65536):
+        spec.call(fn, spec.inputs((rows, 1024), torch.float16, rows, device="cuda"))
+    torch.cuda.synchronize()
+    added = [_compiled_variants(k) - b for k, b in zip(kernels, before, strict=True)]
+    assert added == [1, 1, 1], f"compiled variants added (fwd, bwd, dweight): {added}"
+
+
+@pytest.mark.gpu
+@gpu
+def test_matmul_compiles_once_per_config_for_any_m():
+    """After the first M has tuned N = K = 512, do other Ms (aligned or not) compile nothing?"""
+    spec = ops.get("matmul_train")
+    fn = spec.kernel_function("reference")
+    kernels = [matmul_module._matmul_kernel, matmul_module._matmul_rows_kernel,
+               matmul_module._sum_splits_kernel]  # fmt: skip
+    spec.call(fn, spec.inputs((256, 512, 512), torch.float16, 0, device="cuda"))
+    after_first = [_compiled_variants(k) for k in kernels]
+    for m in (1000, 3000, 4096, 17):
+        spec.call(fn, spec.inputs((m, 512, 512), torch.float16, m, device="cuda"))
+    torch.cuda.synchronize()
+    assert [_compiled_variants(k) for k in kernels] == after_first
+    # 512 x 512 is 16 tiles: dB always goes through split-K partials, whatever the split count
+    assert after_first[2] == 1
+    tuned = zip(after_first[:2], kernels[:2], strict=True)
+    assert all(0 < n <= len(k.configs) + 1 for n, k in tuned)  # +1: dA's transposed strides
