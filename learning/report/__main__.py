@@ -1,0 +1,63 @@
+"""``python -m learning.report validate REPORT...`` and ``... snapshot REPORT``.
+
+validate: exit 0 when every report is valid, 1 otherwise, with one line per problem.
+snapshot: preserve each fingerprinted source file under ``results/snapshots/`` and record it in
+the report's ``source_snapshots``, so that editing the file later keeps the report valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from learning.report import REPO_ROOT, create_snapshots, validate_file, write_atomic
+
+
+def _validate(paths: list[Path]) -> int:
+    invalid = 0
+    for path in paths:
+        problems = validate_file(path, REPO_ROOT)
+        if problems:
+            invalid += 1
+            for problem in problems:
+                print(f"{path}: {problem}")
+        else:
+            print(f"{path}: valid")
+    return 1 if invalid else 0
+
+
+def _snapshot(path: Path) -> int:
+    try:
+        report = json.loads(path.read_text())
+        files = report["fingerprint"]["files"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"{path}: cannot read a report's fingerprint: {error}", file=sys.stderr)
+        return 1
+    snapshots, problems = create_snapshots(report, REPO_ROOT)
+    report["source_snapshots"] = snapshots
+    write_atomic(report, path)
+    for problem in problems:
+        print(f"{path}: {problem}", file=sys.stderr)
+    print(
+        f"{path}: {len(snapshots)} of {len(files)} source files preserved under results/snapshots/"
+    )
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m learning.report", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("validate", help="check reports: schema, fingerprints, figures")
+    check.add_argument("reports", nargs="+", type=Path)
+    keep = commands.add_parser("snapshot", help="preserve the source files a report measured")
+    keep.add_argument("report", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "validate":
+        return _validate(args.reports)
+    return _snapshot(args.report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

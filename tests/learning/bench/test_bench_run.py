@@ -1,0 +1,199 @@
+"""Does ``learning.bench.run`` follow the method, end to end, on the CPU?"""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+import torch
+
+import learning.report
+from learning.bench import BenchInputError, incomplete_path, run
+
+
+def _variants(report, case=0):
+    return {v["name"]: v for v in report.data["cases"][case]["variants"]}
+
+
+def test_a_cpu_run_is_a_valid_report_marked_as_interpreter_timing(make_impl, small_config):
+    config = small_config(reference_package=make_impl(), seed=11)
+    report = run(config)
+    assert report.complete and report.path == config.output
+    assert json.loads(config.output.read_text()) == report.data
+    assert learning.report.validate(report.data) == []
+    settings = report.data["settings"]
+    assert settings["timing"] == "cpu-interpreter" and "interpreter" in report.data["timing_note"]
+    assert (settings["seed"], settings["samples"], settings["visits"]) == (11, 4, 2)
+    assert report.data["gpu_utilization_percent"]["before"] is None
+    assert report.data["gpu_utilization_percent"]["reason"]
+    variants = _variants(report)
+    assert [(v["name"], v["kind"]) for v in variants.values()] == [
+        ("torch", "eager"),
+        ("triton", "triton"),
+    ]
+    for variant in variants.values():
+        assert variant["status"] == "timed" and len(variant["samples_ms"]) == 4
+        assert variant["correctness"]["passed"] is True
+    assert variants["torch"]["ratio_vs_eager"] == 1.0
+
+
+def test_a_variant_that_fails_the_oracle_is_recorded_and_never_timed(make_impl, small_config):
+    package = make_impl("wrong")
+    report = run(small_config(reference_package=package))
+    triton = _variants(report)["triton"]
+    assert (
+        triton["status"] == "failed" and triton["samples_ms"] == [] and triton["median_ms"] is None
+    )
+    assert triton["correctness"]["passed"] is False
+    assert "outside tolerance" in triton["correctness"]["reason"]
+    calls = importlib.import_module(f"{package}.kernels.softmax").CALLS[0]
+    assert calls == 1, "only the oracle check may call a failing variant"
+    assert _variants(report)["torch"]["status"] == "timed"
+    assert learning.report.validate(report.data) == []
+
+
+def test_out_of_memory_is_skipped_with_its_reason_and_the_sweep_goes_on(make_impl, small_config):
+    config = small_config(reference_package=make_impl("oom"), shapes=((4, 8), (3, 5)))
+    report = run(config)
+    assert len(report.data["cases"]) == 2
+    for case in range(2):
+        triton = _variants(report, case)["triton"]
+        assert triton["status"] == "skipped" and "out of memory" in triton["reason"]
+        assert _variants(report, case)["torch"]["status"] == "timed"
+    assert learning.report.validate(report.data) == []
+
+
+def test_rmsnorm_compares_every_baseline_and_the_extra_variants_hook(make_impl, small_config):
+    report = run(small_config(op="rmsnorm", reference_package=make_impl(), samples=2, visits=1))
+    case = report.data["cases"][0]
+    assert case["eager_variant"] == "composition"
+    names = [(v["name"], v["kind"]) for v in case["variants"]]
+    assert names == [
+        ("composition", "eager"),
+        ("torch_rms_norm", "eager"),
+        ("triton", "triton"),
+        ("triton:again", "triton"),
+    ]
+    assert _variants(report)["composition"]["ratio_vs_eager"] == 1.0
+
+
+def test_training_ops_time_forward_and_backward(make_impl, small_config):
+    report = run(
+        small_config(
+            op="training",
+            shapes=None,
+            dtype="float32",
+            samples=1,
+            visits=1,
+            reference_package=make_impl(),
+        )
+    )
+    ops_run = {case["op"] for case in report.data["cases"]}
+    assert ops_run == {"softmax_train", "rmsnorm_train", "matmul_train"}
+    assert all(v["status"] == "timed" for c in report.data["cases"] for v in c["variants"])
+    gemm = next(c for c in report.data["cases"] if c["op"] == "matmul_train")
+    m, n, k = gemm["shape"]
+    assert gemm["flops"] == 6 * m * n * k and gemm["variants"][0]["tflops"] is not None
+
+
+def test_compile_adds_a_fresh_compiled_function_per_case(make_impl, small_config, monkeypatch):
+    """Inductor's C++ build is too slow for CI; aot_eager runs the same Dynamo/AOTAutograd path."""
+    compiled = []
+    real_compile = torch.compile
+
+    def compile_for_test(fn, **options):
+        compiled.append((fn, options))
+        return real_compile(fn, backend="aot_eager", **options)
+
+    monkeypatch.setattr(torch, "compile", compile_for_test)
+    config = small_config(
+        op="softmax_train",
+        shapes=((4, 8), (3, 5)),
+        compile=True,
+        samples=1,
+        visits=1,
+        reference_package=make_impl(),
+    )
+    report = run(config)
+    for case in report.data["cases"]:
+        assert _variants(report, report.data["cases"].index(case))["compile"]["status"] == "timed"
+    assert len(compiled) == 2 and all(options == {"dynamic": False} for _, options in compiled)
+    first, second = compiled[0][0], compiled[1][0]
+    assert first is not second and first.__code__ is not second.__code__
+
+
+def test_host_delay_moves_a_cpu_figure(make_impl, small_config):
+    """The debug hook really stalls inside the timed call (a graph replay must not see it)."""
+    report = run(
+        small_config(reference_package=make_impl(), host_delay_us=3000, samples=2, visits=1)
+    )
+    assert all(v["min_ms"] >= 3.0 for v in report.data["cases"][0]["variants"])
+
+
+def test_cold_cache_runs_on_the_cpu(make_impl, small_config):
+    report = run(small_config(reference_package=make_impl(), cache="cold", samples=2, visits=1))
+    assert report.data["settings"]["cache"] == "cold"
+    assert learning.report.validate(report.data) == []
+
+
+def test_an_interrupted_run_writes_what_it_completed(make_impl, small_config):
+    # calls: 1 oracle check, 1 warm-up, visit 1 (1 untimed + 2 samples), then the interrupt.
+    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5))
+    report = run(config)
+    assert report.complete is False and report.path == config.output
+    assert report.data["complete"] is False
+    assert learning.report.validate(report.data) == []
+    assert 1 <= len(_variants(report)["triton"]["samples_ms"]) < 4
+
+
+def test_an_interrupted_run_never_replaces_an_existing_report(make_impl, small_config):
+    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5))
+    config.output.write_text("the earlier, complete report\n")
+    report = run(config)
+    assert config.output.read_text() == "the earlier, complete report\n"
+    assert report.path == incomplete_path(config.output) and report.path.exists()
+    assert json.loads(report.path.read_text())["complete"] is False
+
+
+def test_an_unfinished_exercise_stops_the_run_before_any_timing(make_impl, small_config):
+    config = small_config(
+        reference_package=make_impl(),
+        impl="learner",
+        learner_package=make_impl("stub", prefix="learner"),
+    )
+    with pytest.raises(BenchInputError, match="unfinished") as raised:
+        run(config)
+    assert "\n" not in str(raised.value)
+    assert not config.output.exists()
+
+
+def test_a_learner_kernel_that_fails_the_oracle_is_recorded_as_failed(make_impl, small_config):
+    config = small_config(
+        reference_package=make_impl(),
+        impl="learner",
+        learner_package=make_impl("wrong", prefix="learner"),
+    )
+    report = run(config)
+    variants = _variants(report)
+    assert variants["learner"]["kind"] == "learner" and variants["learner"]["status"] == "failed"
+    assert variants["triton"]["status"] == "timed"
+
+
+def test_the_same_seed_gives_the_same_inputs_and_order(make_impl, small_config, tmp_path):
+    package = make_impl()
+    first = run(small_config(reference_package=package, seed=5, output=tmp_path / "a.json"))
+    second = run(small_config(reference_package=package, seed=5, output=tmp_path / "b.json"))
+    assert [v["correctness"] for v in first.data["cases"][0]["variants"]] == [
+        v["correctness"] for v in second.data["cases"][0]["variants"]
+    ]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("reference.kernels.softmax") is None,
+    reason="reference/kernels/softmax.py is not written yet",
+)
+def test_the_reference_softmax_on_the_cpu(small_config):
+    report = run(small_config(reference_package="reference", samples=2, visits=1))
+    assert _variants(report)["triton"]["status"] == "timed"
+    assert learning.report.validate(report.data) == []
