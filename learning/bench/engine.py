@@ -312,6 +312,12 @@ def incomplete_path(output: Path) -> Path:
 
 
 def _write(run: Run) -> Report:
+    fallback = getattr(run.timer, "fallback_reason", None)
+    if fallback:
+        run.warnings.append(
+            "cold cache: in-graph events were not available "
+            f"({fallback}); fell back to subtracting a flush-only graph's median (noisier)"
+        )
     data = build_report(run)
     output = Path(run.config.output)
     path = output if run.complete or not output.exists() else incomplete_path(output)

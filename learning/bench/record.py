@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 TIMING_NOTES = {
     "graph-warm": "graph: a sample is one CUDA-graph replay of {n} back-to-back calls timed with "
     "CUDA events, divided by {n}; Python dispatch is not in the figure; warm L2.",
+    "graph-cold-events": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [zero a "
+    "buffer of twice the L2, event, call, event]; the events are recorded inside the graph, so "
+    "the figure is the mean device time of a call that starts with a cold L2, whatever the "
+    "host's launch time.",
     "graph-cold": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [zero a buffer of "
     "twice the L2, call], minus the median of a flush-only graph of {n} flushes, divided by "
     "{n}: the device time of a call that starts with a cold L2, whatever the host's launch time.",
@@ -133,11 +137,13 @@ def _utilization_record(run: Run) -> dict:
     }
 
 
-def _timing_note(settings: dict) -> str:
+def _timing_note(settings: dict, cold_method: str | None = None) -> str:
     if settings["device"] == "cpu":
         key = "cpu"
     elif settings["timing"] == "events":
         key = "events"
+    elif settings["cache"] == "cold" and cold_method == "in-graph-events":
+        key = "graph-cold-events"
     else:
         key = f"graph-{settings['cache']}"
     return TIMING_NOTES[key].format(n=settings["iterations"])
@@ -153,7 +159,7 @@ def build_report(run: Run) -> dict:
     data = {
         "schema_version": report_format.SCHEMA_VERSION,
         "complete": run.complete,
-        "timing_note": _timing_note(run.settings),
+        "timing_note": _timing_note(run.settings, getattr(run.timer, "cold_method", None)),
         "started_at": _iso(run.started),
         "finished_at": _iso(now),
         "duration_s": now - run.started,

@@ -4,9 +4,12 @@ per visit an untimed run, then ``sample()`` calls that are read after ``finish_r
 * :class:`GraphTimer` (default on CUDA): ``count`` invocations captured in one CUDA graph; a
   sample is one replay timed with CUDA events, divided by ``count``. Python dispatch and
   output allocation happen once, at capture, so the figure is the device's time.
-  Cold cache: each captured invocation is ``[flush, call]``; a flush-only graph is sampled in
-  the same rounds and its median is subtracted (see ``engine``), so the figure stays
-  device-bound even though a 120 MB flush takes longer than a launch's host time.
+  Cold cache: each captured invocation is ``[flush, start event, call, end event]``; the events
+  are recorded inside the graph (``external`` events), so a sample is the device time between
+  the end of a flush and the end of the call, whatever the host does. Where in-graph events
+  are not available, the fallback captures ``[flush, call]``, samples a flush-only graph in
+  the same rounds and subtracts its median (see ``engine``): also device-bound, but noisier,
+  since a ~3 us call is then the difference of two ~300 us replays.
 * :class:`EventsTimer` (``--timing events``): ordinary Python calls with events around each;
   a kernel shorter than its launch overhead reads as the overhead. Dispatch-sensitive.
 * :class:`CpuTimer` (no GPU): ``time.perf_counter`` around synchronous interpreter calls.
@@ -49,7 +52,10 @@ class GraphTimer:
         self.count = count
         self.warmup_calls = warmup_calls
         self.flush = flush  # None: warm cache
-        self.subtracts_flush = flush is not None
+        # Cold cache: in-graph events when the first capture shows they work, else subtraction.
+        self.cold_method: str | None = None if flush is not None else "warm"
+        self.subtracts_flush = False
+        self.fallback_reason: str | None = None
         self.pool = None
         self.stream = None
 
@@ -90,6 +96,10 @@ class GraphTimer:
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         flush = self.flush
+        if flush is not None and self.cold_method != "flush-subtraction":
+            timed = self._prepare_cold_events(invoke)
+            if timed is not None:
+                return timed
 
         def body() -> None:
             if flush is not None:
@@ -97,6 +107,37 @@ class GraphTimer:
             invoke()
 
         return self._timed(self._capture(body))
+
+    def _prepare_cold_events(self, invoke: Invoke) -> _Timed | None:
+        """``count`` x [flush, event, call, event] in one graph; ``None`` if unsupported."""
+        count, flush = self.count, self.flush
+        try:
+            starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(count)]
+            ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(count)]
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
+                for start, end in zip(starts, ends, strict=True):
+                    flush()
+                    start.record()
+                    invoke()
+                    end.record()
+            torch.cuda.synchronize()
+            graph.replay()
+            torch.cuda.synchronize()
+            starts[0].elapsed_time(ends[0])
+        except (RuntimeError, TypeError) as error:
+            if self.cold_method == "in-graph-events":
+                raise
+            self.cold_method, self.subtracts_flush = "flush-subtraction", True
+            self.fallback_reason = str(error).splitlines()[0] if str(error) else repr(error)
+            return None
+        self.cold_method, self.subtracts_flush = "in-graph-events", False
+
+        def sample() -> Reader:
+            graph.replay()
+            return lambda: sum(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)) / count
+
+        return _Timed(graph.replay, sample)
 
     def prepare_flush(self) -> _Timed | None:
         return None if self.flush is None else self._timed(self._capture(self.flush))
