@@ -1,0 +1,367 @@
+"""Teaching diagnostics for a kernel whose output failed the oracle.
+
+``learning.correctness`` decides pass or fail; nothing here changes a verdict. These functions
+only explain a failure: where the wrong values sit (which rows, which columns, only the tail),
+whether the output was never written, and whether it matches a typical mistake (the wrong
+axis, a softmax without its row-sum term, a dropped K tail ...). Each mistake is recognised by
+computing what the mistaken kernel would have produced, in float64, and comparing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import torch
+
+from learning import correctness
+from learning.check.kernel_guards import unwritten_mask
+from learning.ops import OpSpec, Tolerance
+
+Alternative = tuple[str, torch.Tensor, str]  # (output label, what the mistake gives, hint)
+
+
+def explain(
+    spec: OpSpec,
+    inputs: dict,
+    outputs: tuple,
+    expected: tuple[torch.Tensor, ...],
+    verdicts: list[correctness.Verdict],
+    *,
+    dtype: torch.dtype,
+    scale: float,
+    start_here: str,
+) -> list[str]:
+    """Hints, most specific first, for the failed ``verdicts`` of one call."""
+    labels = correctness.output_labels(spec)
+    tolerance = spec.tolerances[dtype]
+    hints: list[str] = []
+    for label, alternative, hint in _alternatives(spec, inputs, dtype):
+        index = labels.index(label)
+        if index < len(outputs) and _matches(outputs[index], alternative, tolerance):
+            hints.append(hint)
+    never = [
+        label
+        for label, got, ref in zip(labels, outputs, expected, strict=False)
+        if _never_written(got, ref)
+    ]
+    if never:
+        hints.append(
+            f"{', '.join(never)} {'was' if len(never) == 1 else 'were'} never written: "
+            "still the NaN the checker filled in. If you have not started, this exercise is not "
+            f"done yet: start with the TODOs in {start_here}. Otherwise check that the grid "
+            "launches programs and that tl.store writes to the output pointer"
+        )
+    for label, got, ref, verdict in zip(labels, outputs, expected, verdicts, strict=False):
+        if verdict.passed or label in never:
+            continue
+        if type(got) is not torch.Tensor:
+            hints.append("return the torch.Tensor your kernel stored into, as it is")
+            continue
+        if tuple(got.shape) != tuple(ref.shape):
+            hints.append(_shape_hint(spec, label, tuple(got.shape), tuple(ref.shape), inputs))
+            continue
+        if got.dtype != dtype:
+            hints.append(
+                "allocate the output with the input's dtype (torch.empty_like(x)); tl.store "
+                "converts to the pointer's element type"
+            )
+            continue
+        hints += _value_hints(spec, label, got, ref, inputs, tolerance, scale)
+    return hints
+
+
+# --------------------------------------------------------------------------- where it is wrong
+
+
+def _value_hints(spec, label, got, ref, inputs, tolerance, scale) -> list[str]:
+    hints: list[str] = []
+    got64, ref64 = got.detach().double(), ref.detach().double()
+    finite_ref = torch.isfinite(ref64)
+    unwritten = unwritten_mask(got)
+    if unwritten is not None:
+        unwritten &= finite_ref
+    if unwritten is not None and bool(unwritten.any()):
+        hints.append(
+            f"{label} was never written {_where(unwritten)}{_tail_note(unwritten, rows=True)}"
+        )
+    non_finite = ~torch.isfinite(got64) & finite_ref
+    if unwritten is not None:
+        non_finite &= ~unwritten
+    if bool(non_finite.any()):
+        if spec.name.startswith("softmax") and scale > 1:
+            hints.append(
+                "exp overflowed on large inputs (x scaled by "
+                f"{scale:g}): subtract the row max before exponentiating, "
+                "softmax(x) = softmax(x - max(x)) is exact and never overflows"
+            )
+        else:
+            hints.append(f"non-finite values {_where(non_finite)}{_tail_note(non_finite)}")
+    if bool((got64 == 0).all()) and bool((ref64 != 0).any()):
+        hints.append(
+            f"{label} is all zeros: check that tl.store writes the result (not a fresh "
+            "accumulator) to the output pointer"
+        )
+    for name, value in inputs.items():
+        if torch.is_tensor(value) and value.shape == got.shape and torch.equal(
+            value.detach().double(), got64
+        ):
+            hints.append(f"{label} equals the input {name}: the kernel copied its input")
+    bound = tolerance.atol * _scale_of(ref64) + tolerance.rtol * ref64.abs()
+    wrong = ((got64 - ref64).abs() > bound) | non_finite
+    if unwritten is not None:
+        wrong &= ~unwritten
+    if bool(wrong.any()):
+        hints.append(f"wrong values {_where(wrong)}{_tail_note(wrong)}")
+    return hints
+
+
+def _never_written(got: object, ref: torch.Tensor) -> bool:
+    """Does ``got`` still hold the checker's fill wherever the oracle is finite?"""
+    if type(got) is not torch.Tensor or tuple(got.shape) != tuple(ref.shape):
+        return False
+    unwritten = unwritten_mask(got)
+    finite = torch.isfinite(ref)
+    return unwritten is not None and bool(finite.any()) and bool(unwritten[finite].all())
+
+
+def _scale_of(ref: torch.Tensor) -> float:
+    finite = ref[torch.isfinite(ref)]
+    scale = float(finite.abs().max()) if finite.numel() else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def _where(mask: torch.Tensor) -> str:
+    """'in rows 3-5 (3 of 37), columns 768-780 (13 of 781)' for a boolean mask."""
+    if mask.dim() == 1:
+        return f"in rows {_ranges(mask)}"
+    if mask.dim() != 2:
+        return f"at {int(mask.sum())} positions"
+    return f"in rows {_ranges(mask.any(dim=1))}, columns {_ranges(mask.any(dim=0))}"
+
+
+def _ranges(mask: torch.Tensor) -> str:
+    indices = mask.nonzero().flatten().tolist()
+    total = mask.numel()
+    if len(indices) == total:
+        return f"0-{total - 1} (all {total})"
+    spans: list[str] = []
+    start = previous = indices[0]
+    for index in [*indices[1:], None]:
+        if index is not None and index == previous + 1:
+            previous = index
+            continue
+        spans.append(str(start) if start == previous else f"{start}-{previous}")
+        if index is not None:
+            start = previous = index
+    shown = ", ".join(spans[:4]) + (", ..." if len(spans) > 4 else "")
+    return f"{shown} ({len(indices)} of {total})"
+
+
+def _tail_note(mask: torch.Tensor, rows: bool = False) -> str:
+    """Explain a wrong region that is exactly the end of every row (or, with ``rows``, the
+    last rows of a one-value-per-row output: programs that never ran)."""
+    columns = mask.any(dim=0) if mask.dim() == 2 else mask
+    indices = columns.nonzero().flatten()
+    if not len(indices):
+        return ""
+    first, count = int(indices[0]), columns.numel()
+    is_suffix = first > 0 and int(indices[-1]) == count - 1 and len(indices) == count - first
+    if not is_suffix:
+        return ""
+    if mask.dim() == 2:
+        return (
+            f": only the end of each row, from column {first}. The last block of columns is "
+            f"partial: cover it (BLOCK >= N, or loop over the row) and mask it "
+            f"(offsets < n_cols)"
+        )
+    if not rows:
+        return ""
+    return (
+        f": only the last {count - first} rows. Launch one program per row "
+        f"(grid = (n_rows,)) or cover every row in the loop"
+    )
+
+
+def _shape_hint(spec, label, got_shape, ref_shape, inputs) -> str:
+    if spec.reduces_rows and len(got_shape) == 1 and got_shape[0] == inputs["x"].shape[1]:
+        return (
+            f"{label} has one value per column: that is a reduction over the wrong axis "
+            "(dim 0). Reduce over the last dimension: one value per row"
+        )
+    if len(got_shape) == 2 and got_shape == ref_shape[::-1]:
+        return f"{label} is transposed: allocate it as {ref_shape} and index it row-major"
+    return f"allocate {label} with the shape {ref_shape}"
+
+
+# --------------------------------------------------------------------------- typical mistakes
+
+
+def _matches(got: object, alternative: torch.Tensor, tolerance: Tolerance) -> bool:
+    """Does ``got`` agree with what a mistaken kernel produces (within a loose tolerance)?"""
+    if type(got) is not torch.Tensor or tuple(got.shape) != tuple(alternative.shape):
+        return False
+    loose = Tolerance(atol=4 * tolerance.atol, rtol=4 * tolerance.rtol)
+    verdict = correctness.compare(got, alternative, loose, dtype=got.dtype)
+    return verdict.passed
+
+
+def _alternatives(spec: OpSpec, inputs: dict, dtype: torch.dtype) -> Iterator[Alternative]:
+    make = _MISTAKES.get(spec.name)
+    if make is None:
+        return iter(())
+    as64 = {k: v.detach().double() if torch.is_tensor(v) else v for k, v in inputs.items()}
+    return make(as64, dtype)
+
+
+def _reduction_mistakes(reduce: Callable) -> Callable:
+    def mistakes(inputs, dtype):
+        x = inputs["x"]
+        rows, cols = x.shape
+        if cols >= rows:
+            yield (
+                "output",
+                reduce(x.T[:rows], dim=-1),
+                "the output matches a reduction down the columns (dim 0): program i read "
+                "column i. Program i must read row i: x_ptr + row * stride_row + cols",
+            )
+        block = 16
+        while block < cols:
+            yield (
+                "output",
+                reduce(x[:, :block], dim=-1),
+                f"the output matches a reduction over only the first {block} columns of each "
+                f"row: loop over the row in blocks until n_cols (or make BLOCK >= n_cols)",
+            )
+            block *= 2
+
+    return mistakes
+
+
+def _softmax_mistakes(inputs, dtype):
+    x = inputs["x"]
+    shifted = (x - x.amax(dim=-1, keepdim=True)).exp()
+    yield (
+        "output",
+        torch.softmax(x, dim=0),
+        "the output matches a softmax down the columns (dim 0): normalise over each row",
+    )
+    yield "output", shifted, "the output is exp(x - max) without the division by the row sum"
+
+
+def _softmax_train_mistakes(inputs, dtype):
+    x, dy = inputs["x"], inputs["grad_output"]
+    y = torch.softmax(x, dim=-1)
+    yield (
+        "grad_x",
+        y * dy,
+        "grad_x matches y * dy: it is missing the row-sum term. "
+        "dx = y * (dy - sum(y * dy, over the row))",
+    )
+    yield (
+        "grad_x",
+        y * (dy - dy.sum(dim=-1, keepdim=True)),
+        "grad_x uses sum(dy) over the row; the term is sum(y * dy)",
+    )
+    yield "grad_x", dy, "grad_x equals dy: the backward kernel passed the gradient through"
+
+
+def _rmsnorm_parts(inputs):
+    x, residual, weight, eps = (inputs[k] for k in ("x", "residual", "weight", "eps"))
+    h = x + residual
+    inv_rms = torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return x, residual, weight, eps, h, inv_rms
+
+
+def _rmsnorm_mistakes(inputs, dtype):
+    x, residual, weight, eps, h, inv_rms = _rmsnorm_parts(inputs)
+    yield (
+        "output",
+        x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight,
+        "the output matches RMSNorm of x alone: add the residual first (h = x + residual)",
+    )
+    yield "output", h * inv_rms, "the output is not multiplied by weight"
+    yield (
+        "output",
+        h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True)) * weight,
+        "the output matches RMSNorm without eps: add eps inside the rsqrt, "
+        "rsqrt(mean(h^2) + eps), using the eps argument",
+    )
+    yield (
+        "output",
+        h * weight / (h.pow(2).mean(dim=-1, keepdim=True).sqrt() + eps),
+        "eps is added outside the square root: rsqrt(mean(h^2) + eps)",
+    )
+    if dtype != torch.float32:
+        h_low = h.to(dtype).double()  # h rounded to the input dtype before the mean
+        yield (
+            "output",
+            h_low * torch.rsqrt(h_low.pow(2).mean(dim=-1, keepdim=True) + eps) * weight,
+            f"h = x + residual was rounded to {str(dtype).removeprefix('torch.')} before "
+            "the mean: add and accumulate in float32 (x.to(tl.float32))",
+        )
+
+
+def _rmsnorm_train_mistakes(inputs, dtype):
+    x, residual, weight, eps, h, inv_rms = _rmsnorm_parts(inputs)
+    dy = inputs["grad_output"]
+    contribution = dy * h * inv_rms  # each row's share of grad_weight
+    rows = contribution.shape[0]
+    prefix = contribution.cumsum(dim=0)
+    for row in range(rows - 1):
+        yield (
+            "grad_weight",
+            prefix[row],
+            f"grad_weight holds only rows 0-{row}'s contribution: the per-row terms "
+            "dy * h * inv_rms must be summed over ALL rows (a partial per program, then a "
+            "reduction over the programs)",
+        )
+        yield (
+            "grad_weight",
+            prefix[-1] - prefix[row],
+            f"grad_weight holds only rows {row + 1}-{rows - 1}'s contribution: each program "
+            "overwrote grad_weight with its own partial sum; sum the partials over all rows",
+        )
+    yield (
+        "grad_x",
+        dy * weight * inv_rms,
+        "grad_x is missing the term from inv_rms depending on h: "
+        "dx = inv_rms * (w*dy - h * mean(w*dy*h) * inv_rms^2)",
+    )
+
+
+def _matmul_mistakes(inputs, dtype):
+    a, b = inputs["a"], inputs["b"]
+    m, k = a.shape
+    n = b.shape[1]
+    if m == k:
+        yield "output", a.T @ b, "the output matches A^T @ B: A was read transposed"
+    if k == n:
+        yield "output", a @ b.T, "the output matches A @ B^T: B was read transposed"
+    for block_k in (16, 32, 64, 128):
+        kept = k - k % block_k
+        if 0 < kept < k:
+            yield (
+                "output",
+                a[:, :kept] @ b[:kept],
+                f"the output matches A @ B over only the first {kept} of K={k}: the K loop "
+                f"dropped the last {k - kept}. Loop to cdiv(K, BLOCK_K) and mask the loads "
+                f"with offs_k < K - k * BLOCK_K",
+            )
+
+
+def _add_mistakes(inputs, dtype):
+    x = inputs["x"]
+    yield "output", x + x, "the output is x + x: the second load reads x_ptr, not y_ptr"
+    yield "output", x, "the output is x alone: y was never added"
+
+
+_MISTAKES: dict[str, Callable] = {
+    "add": _add_mistakes,
+    "sum": _reduction_mistakes(torch.sum),
+    "max": _reduction_mistakes(torch.amax),
+    "softmax": _softmax_mistakes,
+    "softmax_train": _softmax_train_mistakes,
+    "rmsnorm": _rmsnorm_mistakes,
+    "rmsnorm_train": _rmsnorm_train_mistakes,
+    "matmul": _matmul_mistakes,
+}

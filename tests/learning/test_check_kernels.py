@@ -1,0 +1,572 @@
+"""The kernel checker (``learning.check.kernels``): does it pass the reference and name faults?
+
+Every faulty kernel below is a small throwaway implementation package written into a pytest
+``tmp_path`` and graded by its package name, exactly as the checker grades ``exercises``.
+Where the fault is a kernel fault (a store past the end, an unmasked read) it is a real
+``@triton.jit`` kernel run through Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+import learning  # noqa: F401  (chooses the interpreter before triton is imported)
+from learning import correctness, ops
+from learning.check import kernel_hints, kernels
+from learning.check.kernel_guards import AllocationTrap
+
+REPO = Path(__file__).resolve().parents[2]
+
+HEADER = """\
+import torch
+import triton
+import triton.language as tl
+"""
+
+# A correct row softmax the faulty softmax packages build on.
+SOFTMAX = HEADER + """
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    numerator = tl.exp(x)
+    tl.store(y_ptr + row * n_cols + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
+
+
+def launch(x, y):
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+"""
+
+ROW_MAX = """
+@triton.jit
+def max_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    tl.store(out_ptr + row, tl.max(x, axis=0))
+
+
+def row_max(x):
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    max_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+"""
+
+
+def make_impl(tmp_path: Path, monkeypatch, **modules: str) -> str:
+    """Write ``<package>/kernels/<module>.py`` files; return the importable package name."""
+    package = f"faulty_{uuid.uuid4().hex[:10]}"
+    kernels_dir = tmp_path / package / "kernels"
+    kernels_dir.mkdir(parents=True)
+    (tmp_path / package / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (kernels_dir / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (kernels_dir / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return package
+
+
+def failures(results) -> dict[str, str]:
+    return {r.name: r.message for r in results if not r.passed}
+
+
+def reference_available(exercise: str) -> bool:
+    try:
+        for spec in ops.exercises()[exercise]:
+            spec.kernel_function("reference")
+    except Exception:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+FAST = ("add", "reductions", "softmax", "rmsnorm", "matmul")
+TRAINING = ("softmax_train", "rmsnorm_train", "matmul_train")
+
+
+@pytest.mark.parametrize(
+    "exercise",
+    [*FAST, *(pytest.param(name, marks=pytest.mark.slow) for name in TRAINING)],
+)
+def test_reference_passes_every_check(exercise):
+    """Does the reference implementation earn every point of each kernel exercise?"""
+    if not reference_available(exercise):
+        pytest.skip(f"reference kernels for {exercise} do not import yet")
+    results = kernels.run(exercise, "reference")
+    assert failures(results) == {}
+    assert sum(r.max_points for r in results) == kernels.points_for(exercise)
+    assert sum(r.earned for r in results) == kernels.points_for(exercise)
+
+
+# --------------------------------------------------------------------------- controls
+
+
+def _echo(spec: ops.OpSpec, inputs: dict, label: str, shape) -> torch.Tensor:
+    """An input handed back as the output: the same-named input for a gradient, else the first
+    input of the output's shape, else the first column of x (a reduction's shape)."""
+    name = label.removeprefix("grad_")
+    if name in inputs:
+        return inputs[name].detach()
+    for value in inputs.values():
+        if torch.is_tensor(value) and tuple(value.shape) == tuple(shape):
+            return value.detach()
+    return inputs["x"].detach()[:, 0].contiguous()
+
+
+@pytest.mark.parametrize("spec", list(ops.OPS.values()), ids=list(ops.OPS))
+def test_zeros_and_input_echo_fail_for_every_op_and_dtype(spec):
+    """Can an all-zeros output, or an input handed back, ever pass the comparison policy?"""
+    shape = next(s for s in spec.cpu_shapes if not spec.is_gemm or len(set(s)) == 1)
+    for dtype in spec.dtypes:
+        inputs = spec.inputs(shape, dtype, seed=1234)
+        expected = spec.expected(inputs)
+        labels = correctness.output_labels(spec)
+        zeros = [torch.zeros_like(e, dtype=dtype) for e in expected]
+        pairs = zip(labels, expected, strict=True)
+        echo = [_echo(spec, inputs, label, e.shape) for label, e in pairs]
+        for fake, what in ((zeros, "zeros"), (echo, "echo")):
+            verdicts = correctness.compare_all(
+                fake, expected, spec.tolerances[dtype], dtype=dtype, labels=labels
+            )
+            assert not all(v.passed for v in verdicts), (spec.name, dtype, what)
+
+
+# --------------------------------------------------------------------------- memory faults
+
+
+ADD_WITHOUT_STORE_MASK = HEADER + """
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offsets, x + y)  # the fault: no mask, the last block runs past the end
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+"""
+
+
+def test_store_past_the_end_is_named_with_its_distance(tmp_path, monkeypatch):
+    """Does a store without a mask fail as an out-of-bounds store, saying how far it went?
+
+    Run in a subprocess: a store past the end uses real pointers in the interpreter.
+    """
+    package = make_impl(tmp_path, monkeypatch, add=ADD_WITHOUT_STORE_MASK)
+    script = (
+        "import json, learning; from learning.check import kernels; "
+        f"print(json.dumps([r.as_dict() for r in kernels.run('add', {package!r})]))"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    results = {r["name"]: r for r in json.loads(process.stdout.strip().splitlines()[-1])}
+    assert results["add 16x256"]["passed"]  # 4096 elements: every block is full
+    message = results["add 37x781"]["message"]
+    # 37 * 781 = 28897 elements; 29 blocks of 1024 end at 29696: 799 past the end.
+    assert message.startswith("input: add 37x781 float16, seed ")
+    assert "out-of-bounds store, 799 elements past the end of output" in message
+    assert "mask the stores" in message
+
+
+SUM_WITHOUT_LOAD_MASK = HEADER + ROW_MAX + """
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols)  # the fault: no mask, reads past the row
+    tl.store(out_ptr + row, tl.sum(x.to(tl.float32), axis=0))
+
+
+def row_sum(x):
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    sum_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+"""
+
+
+def test_unmasked_tail_read_is_named(tmp_path, monkeypatch):
+    """Does a load without a mask fail with 'read past the end ... mask the tail'?"""
+    package = make_impl(tmp_path, monkeypatch, reductions=SUM_WITHOUT_LOAD_MASK)
+    results = failures(kernels.run("reductions", package))
+    assert "sum 16x256" not in results  # BLOCK == N: nothing to mask
+    assert "max 37x781" not in results
+    message = results["sum 37x781"]
+    assert "your kernel read past the end of the row/tensor x" in message
+    assert "mask the tail" in message.lower()
+
+
+SUM_DOWN_THE_COLUMNS = HEADER + ROW_MAX + """
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    column = tl.program_id(0)  # the fault: program i walks column i, not row i
+    rows = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + rows * n_cols + column, mask=rows < n_rows, other=0.0)
+    tl.store(out_ptr + column, tl.sum(x.to(tl.float32), axis=0))
+
+
+def row_sum(x):
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    rows, cols = x.shape
+    sum_kernel[(rows,)](x, out, rows, cols, BLOCK=triton.next_power_of_2(rows))
+    return out
+"""
+
+
+def test_reduction_over_the_wrong_axis_is_named(tmp_path, monkeypatch):
+    """Does a sum down the columns fail with a hint about the reduction axis?"""
+    package = make_impl(tmp_path, monkeypatch, reductions=SUM_DOWN_THE_COLUMNS)
+    results = failures(kernels.run("reductions", package))
+    for shape in ("16x256", "37x781", "5x3000"):
+        assert "reduction down the columns (dim 0)" in results[f"sum {shape}"]
+
+
+ADD_THAT_OVERWRITES_X = HEADER + """
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+    tl.store(x_ptr + offsets, x + y, mask=mask)  # the fault: writes into its input
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+"""
+
+
+def test_kernel_that_mutates_its_input_fails(tmp_path, monkeypatch):
+    """Does a kernel that also stores into its input lose the 'inputs unchanged' check?"""
+    package = make_impl(tmp_path, monkeypatch, add=ADD_THAT_OVERWRITES_X)
+    results = failures(kernels.run("add", package))
+    assert list(results) == ["add leaves its inputs unchanged"]
+    assert "the kernel changed its input x" in results["add leaves its inputs unchanged"]
+
+
+# --------------------------------------------------------------------------- unwritten outputs
+
+
+def test_torch_empty_returned_unwritten_fails(tmp_path, monkeypatch):
+    """Does an output that nothing stored to fail as 'never written'?"""
+    source = SOFTMAX + "\n\ndef softmax(x):\n    return torch.empty_like(x)\n"
+    package = make_impl(tmp_path, monkeypatch, softmax=source)
+    results = failures(kernels.run("softmax", package))
+    assert "output was never written" in results["softmax 16x256"]
+    assert len(results) == 8  # nothing earns a point
+
+
+def test_stub_with_an_empty_kernel_says_not_done_yet(tmp_path, monkeypatch):
+    """Does an untouched stub (kernel body ``pass``) fail with where to start?"""
+    source = HEADER + '''
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    pass
+
+
+def softmax(x):
+    y = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+'''
+    package = make_impl(tmp_path, monkeypatch, softmax=source)
+    results = kernels.run("softmax", package)
+    first = results[0].message
+    assert "this exercise is not done yet" in first
+    assert f"{package}/kernels/softmax.py (softmax and the kernel it launches)" in first
+    assert sum(r.earned for r in results) == 0
+
+
+def test_stub_raising_not_implemented_says_not_done_yet(tmp_path, monkeypatch):
+    """Does a stub that raises NotImplementedError fail fast with where to start?"""
+    source = HEADER + "\n\ndef softmax(x):\n    raise NotImplementedError('TODO')\n"
+    package = make_impl(tmp_path, monkeypatch, softmax=source)
+    results = kernels.run("softmax", package)
+    assert "raised NotImplementedError: TODO (at " in results[0].message
+    assert "hint: not done yet: start with the TODOs in" in results[0].message
+    assert all("not done yet" in r.message for r in results)
+    assert sum(r.earned for r in results) == 0
+
+
+def test_cached_output_fails_the_fresh_output_check(tmp_path, monkeypatch):
+    """Does a kernel that reuses one output tensor per shape lose 'a fresh output each call'?"""
+    source = SOFTMAX + '''
+_outputs = {}
+
+
+def softmax(x):
+    out = _outputs.setdefault((x.shape, x.dtype), torch.empty_like(x))
+    return launch(x, out)
+'''
+    package = make_impl(tmp_path, monkeypatch, softmax=source)
+    results = failures(kernels.run("softmax", package))
+    assert list(results) == ["softmax returns a fresh output each call"]
+    assert "output is the same tensor call 1 returned" in results[
+        "softmax returns a fresh output each call"
+    ]
+
+
+# --------------------------------------------------------------------------- op-specific hints
+
+
+SOFTMAX_WITHOUT_MAX = HEADER + """
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    numerator = tl.exp(x)  # the fault: no max subtraction, overflows for x > 88
+    tl.store(y_ptr + row * n_cols + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
+
+
+def softmax(x):
+    y = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+"""
+
+
+def test_softmax_without_max_subtraction_fails_on_large_inputs(tmp_path, monkeypatch):
+    """Does a softmax that skips the row max pass ordinary inputs but fail the x100 check?"""
+    package = make_impl(tmp_path, monkeypatch, softmax=SOFTMAX_WITHOUT_MAX)
+    results = failures(kernels.run("softmax", package))
+    assert list(results) == ["softmax large inputs (x100)"]
+    message = results["softmax large inputs (x100)"]
+    assert "x scaled by 100" in message.splitlines()[0]
+    assert "subtract the row max" in message
+
+
+SOFTMAX_BACKWARD_WITHOUT_ROW_SUM = SOFTMAX + """
+@triton.jit
+def backward_kernel(y_ptr, dy_ptr, dx_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    y = tl.load(y_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(dx_ptr + row * n_cols + cols, y * dy, mask=mask)  # the fault: no row-sum term
+
+
+class Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = launch(x, torch.empty_like(x))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = torch.empty_like(y)
+        n_rows, n_cols = y.shape
+        backward_kernel[(n_rows,)](y, dy, dx, n_cols, BLOCK=triton.next_power_of_2(n_cols))
+        return dx
+
+
+def softmax(x):
+    return Softmax.apply(x)
+"""
+
+
+@pytest.mark.slow
+def test_softmax_backward_without_row_sum_is_named(tmp_path, monkeypatch):
+    """Does dx = y * dy fail with a hint about the missing row-sum term?"""
+    package = make_impl(tmp_path, monkeypatch, softmax=SOFTMAX_BACKWARD_WITHOUT_ROW_SUM)
+    results = failures(kernels.run("softmax_train", package))
+    message = results["softmax_train 37x781"]
+    assert message.startswith("input: softmax_train 37x781 float16, seed ")
+    assert "grad_x: " in message and "outside tolerance" in message
+    assert "grad_x matches y * dy: it is missing the row-sum term" in message
+
+
+MATMUL_DROPPING_THE_K_TAIL = HEADER + """
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K // BK):  # the fault: drops the last K % BK
+        kk = k * BK + ks
+        a = tl.load(a_ptr + rows[:, None] * K + kk[None, :], mask=rows[:, None] < M, other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * N + cols[None, :], mask=cols[None, :] < N, other=0.0)
+        acc += tl.dot(a.to(tl.float32), b.to(tl.float32))
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=mask)
+
+
+def matmul(a, b):
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
+    matmul_kernel[grid](a, b, c, M, N, K, BM=32, BN=32, BK=32)
+    return c
+"""
+
+
+@pytest.mark.slow
+def test_matmul_dropping_the_k_tail_is_named(tmp_path, monkeypatch):
+    """Does a K loop that stops at K // BLOCK_K fail with a hint about the K tail?"""
+    package = make_impl(tmp_path, monkeypatch, matmul=MATMUL_DROPPING_THE_K_TAIL)
+    results = failures(kernels.run("matmul", package))
+    assert "matmul 64x64x64" not in results
+    assert "the K loop dropped the last 29" in results["matmul 75x93x61"]
+
+
+def test_import_error_is_reported_per_check(tmp_path, monkeypatch):
+    """Does a module without the graded function fail every check, naming what is missing?"""
+    package = make_impl(tmp_path, monkeypatch, add=HEADER)
+    results = kernels.run("add", package)
+    assert all(not r.passed for r in results)
+    assert f"could not import add from {package}.kernels.add: AttributeError" in results[0].message
+
+
+def test_unknown_exercise_is_a_one_line_error():
+    """Does a typo in the exercise name list the choices?"""
+    with pytest.raises(ValueError, match="choose one of add, reductions"):
+        kernels.run("sofmax", "reference")
+
+
+
+# --------------------------------------------------------------------------- diagnostics alone
+
+
+def _rms(h, weight, eps):
+    return h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+
+
+def _row_contributions(i):
+    h = i["x"] + i["residual"]
+    inv_rms = torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + i["eps"])
+    return i["grad_output"] * h * inv_rms
+
+
+# op, shape, eps override, output label, what the mistaken kernel returns, the hint it earns
+MISTAKES = {
+    "residual not added": (
+        "rmsnorm", (37, 781), None, "output",
+        lambda i: _rms(i["x"], i["weight"], i["eps"]),
+        "add the residual first (h = x + residual)",
+    ),
+    "eps ignored": (
+        "rmsnorm", (37, 781), 0.5, "output",
+        lambda i: _rms(i["x"] + i["residual"], i["weight"], 0.0),
+        "RMSNorm without eps",
+    ),
+    "grad_weight from the first row only": (
+        "rmsnorm_train", (37, 781), None, "grad_weight",
+        lambda i: _row_contributions(i)[0],
+        "grad_weight holds only rows 0-0's contribution",
+    ),
+    "grad_weight from the last program only": (
+        "rmsnorm_train", (37, 781), None, "grad_weight",
+        lambda i: _row_contributions(i)[32:].sum(dim=0),
+        "grad_weight holds only rows 32-36's contribution: each program overwrote",
+    ),
+    "A transposed": (
+        "matmul", (64, 64, 64), None, "output",
+        lambda i: i["a"].T @ i["b"],
+        "A was read transposed",
+    ),
+    "only the first block of columns summed": (
+        "sum", (37, 781), None, "output",
+        lambda i: i["x"][:, :256].sum(dim=-1),
+        "reduction over only the first 256 columns",
+    ),
+    "softmax not normalised": (
+        "softmax", (37, 781), None, "output",
+        lambda i: (i["x"] - i["x"].amax(dim=-1, keepdim=True)).exp(),
+        "without the division by the row sum",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_typical_mistake_is_recognised(mistake):
+    """Given what a typical mistaken kernel returns, does the explanation name the mistake?"""
+    name, shape, eps, label, mistaken, hint = MISTAKES[mistake]
+    spec, dtype = ops.get(name), torch.float32
+    values = {k: v.detach() if torch.is_tensor(v) else v
+              for k, v in spec.inputs(shape, dtype, seed=7).items()}
+    if eps is not None:
+        values["eps"] = eps
+    expected = spec.expected(values)
+    labels = correctness.output_labels(spec)
+    as64 = {k: v.double() if torch.is_tensor(v) else v for k, v in values.items()}
+    outputs = [
+        (mistaken(as64) if out_label == label else ref).to(dtype)
+        for out_label, ref in zip(labels, expected, strict=True)
+    ]
+    verdicts = correctness.compare_all(
+        outputs, expected, spec.tolerances[dtype], dtype=dtype, labels=labels
+    )
+    assert not all(v.passed for v in verdicts)
+    hints = kernel_hints.explain(
+        spec, values, tuple(outputs), expected, verdicts, dtype=dtype, scale=1.0,
+        start_here="exercises/kernels/x.py",
+    )
+    assert any(hint in h for h in hints), hints
+
+
+def _partly_unwritten(reference: torch.Tensor, region) -> torch.Tensor:
+    """``reference`` with ``region`` still holding the checker's never-written fill."""
+    with AllocationTrap():
+        output = torch.empty_like(reference)
+    written = torch.ones_like(reference, dtype=torch.bool)
+    written[region] = False
+    output[written] = reference[written]
+    return output
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "hint"),
+    [
+        ("softmax", (slice(None), slice(512, None)),
+         "never written in rows 0-36 (all 37), columns 512-780 (269 of 781): only the end of "
+         "each row, from column 512"),
+        ("sum", (slice(12, None),),
+         "never written in rows 12-36 (25 of 37): only the last 25 rows. Launch one program "
+         "per row"),
+    ],
+)
+def test_unwritten_region_is_located(name, region, hint):
+    """Does a partly unwritten output say which rows and columns no store reached?"""
+    spec, dtype = ops.get(name), torch.float16
+    values = {"x": spec.inputs((37, 781), dtype, seed=3)["x"]}
+    expected = spec.expected(values)
+    output = _partly_unwritten(expected[0].to(dtype), region)
+    verdicts = correctness.compare_all(
+        [output], expected, spec.tolerances[dtype], dtype=dtype, labels=["output"]
+    )
+    hints = kernel_hints.explain(
+        spec, values, (output,), expected, verdicts, dtype=dtype, scale=1.0, start_here="",
+    )
+    assert any(hint in h for h in hints), hints
