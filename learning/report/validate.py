@@ -69,8 +69,10 @@ def fingerprint_problems(report: dict, repo_root: Path = REPO_ROOT) -> list[str]
     ]
     for path, digest in files.items():
         if path in snapshots:
-            copy = repo_root / snapshots[path]
-            if not copy.is_file():
+            copy = (repo_root / snapshots[path]).resolve()
+            if not copy.is_relative_to((repo_root / "results" / "snapshots").resolve()):
+                problems.append(f"{path}: its snapshot {snapshots[path]} is outside results/snapshots/")
+            elif not copy.is_file():
                 problems.append(f"{path}: its snapshot {snapshots[path]} is missing")
             elif sha256_file(copy) != digest:
                 problems.append(

@@ -1,0 +1,5 @@
+import sys
+
+from learning.grade.cli import main
+
+sys.exit(main())

@@ -1,0 +1,332 @@
+"""Does a learner's report describe the code the learner submitted, on a real machine?
+
+:func:`validate_report` answers for one report, in this order (a report that fails the schema
+is not read further):
+
+1. the JSON Schema of its version, through :func:`learning.report.schema_problems` (an unknown
+   ``schema_version`` is rejected);
+2. what it claims: a learner run (``impl: learner``) that measured the learner's kernel, a
+   finished run, settings that agree with the device, the environment a reader needs (GPU,
+   L2, driver, CUDA, Triton, utilization before and after);
+3. its fingerprint, file by file:
+
+   * the learner's files (``exercises/``, ``journals/``) must be the SUBMITTED files, byte for
+     byte; a snapshot does not excuse them, since the submission is what is graded;
+   * every other file (``learning/``, ``reference/``) must be the release's, or a snapshot
+     under the release's ``results/snapshots/`` with the recorded hash
+     (:func:`learning.report.fingerprint_problems` against the release);
+   * a measured learner file that is another learner's submitted file is copying;
+
+4. the figures: :func:`learning.report.consistency_problems` (samples vs median/min/max, GB/s
+   vs bytes and median, ratios vs eager, no timed variant without a passed oracle check);
+5. plausibility (:mod:`learning.grade.plausibility`), for review only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from learning import ops
+from learning.grade.findings import Finding
+from learning.grade.hashing import HashCache
+from learning.grade.plausibility import review_flags
+from learning.manifest import Manifest
+from learning.report import consistency_problems, fingerprint_problems, schema_problems
+
+# Every kernel-bench run executes these; a fingerprint without them was trimmed by hand.
+ENGINE_REQUIRED = (
+    "learning/ops.py",
+    "learning/correctness.py",
+    "learning/bench/engine.py",
+    "learning/report/fingerprint.py",
+    "learning/schemas/report-v2.json",
+)
+LEARNER_PACKAGE = "exercises"
+SNAPSHOT_FOLDER = PurePosixPath("results/snapshots")
+BUSY_GPU_PERCENT = 10.0  # utilization before the run above this: someone else was using it
+_GPU_FIELDS = ("gpu_name", "sm_count", "l2_bytes", "driver", "cuda", "triton")
+
+
+@dataclass
+class Release:
+    """The instructor's copy of the course: the engine and references reports must match."""
+
+    root: Path
+    manifest: Manifest
+    hashes: HashCache = field(default_factory=HashCache)
+
+    def digest(self, path: str) -> str | None:
+        return self.hashes.digest(self.root / path)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One learner's folder: ``exercises/`` (and ``journals/``) as submitted, ``reports/*.json``."""
+
+    learner: str
+    folder: Path
+
+    def reports(self) -> list[Path]:
+        return sorted((self.folder / "reports").glob("*.json"))
+
+
+class ClassIndex:
+    """Which learners submitted which version of each learner-owned file.
+
+    Files still identical to the release (untouched stubs, helpers) are left out: every learner
+    has those, and sharing them is not copying.
+    """
+
+    def __init__(self, release: Release, submissions: Iterable[Submission]):
+        self._owners: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for submission in submissions:
+            for path, digest in learner_files(submission, release).items():
+                if digest != release.digest(path):
+                    self._owners[(path, digest)].add(submission.learner)
+
+    def owners(self, path: str, digest: str) -> set[str]:
+        return self._owners.get((path, digest), set())
+
+
+def learner_files(submission: Submission, release: Release) -> dict[str, str]:
+    """``{path: sha256}`` of every file under the submission's learner-owned folders."""
+    files: dict[str, str] = {}
+    for folder in release.manifest.learner:
+        top = submission.folder / folder
+        if not top.is_dir():
+            continue
+        for directory, subdirectories, names in os.walk(top):
+            subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+            for name in names:
+                path = Path(directory, name)
+                digest = release.hashes.digest(path)
+                if digest is not None:
+                    files[path.relative_to(submission.folder).as_posix()] = digest
+    return files
+
+
+def load_report(path: Path) -> tuple[object, list[Finding]]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), []
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return None, [Finding("unreadable", f"not a readable JSON report: {error}")]
+
+
+def validate_report(
+    report: object, submission: Submission, release: Release, index: ClassIndex
+) -> list[Finding]:
+    """Every finding about one report of ``submission``; [] when it is fully trusted."""
+    problems = schema_problems(report)
+    if problems:
+        return [Finding("schema", problem) for problem in problems]
+    assert isinstance(report, dict)
+    return [
+        *_claims(report),
+        *_environment(report),
+        *_fingerprint(report, submission, release, index),
+        *(Finding("consistency", problem) for problem in consistency_problems(report)),
+        *(Finding("plausibility", flag, review=True) for flag in review_flags(report)),
+    ]
+
+
+# --------------------------------------------------------------------------- what it claims
+
+
+def _learner_module_path(op: str) -> str | None:
+    spec = ops.OPS.get(op)
+    return f"{LEARNER_PACKAGE}/{spec.module.replace('.', '/')}.py" if spec else None
+
+
+def _claims(report: dict) -> list[Finding]:
+    settings = report["settings"]
+    findings = []
+    if settings["impl"] == "reference":
+        findings.append(
+            Finding(
+                "claims-reference",
+                "the report measures impl: reference (the course's kernels), not the "
+                "learner's; it cannot earn credit in a learner's folder",
+            )
+        )
+    if not report["complete"]:
+        findings.append(Finding("incomplete", "the run was interrupted (complete: false)"))
+    timing, device = settings["timing"], settings["device"]
+    if (device == "cpu") != (timing == "cpu-interpreter"):
+        findings.append(
+            Finding("settings", f"timing {timing!r} is impossible on device {device!r}")
+        )
+    if settings["impl"] == "learner":
+        learner_cases = [
+            case
+            for case in report["cases"]
+            if any(v["kind"] == "learner" for v in case["variants"])
+        ]
+        if not learner_cases:
+            findings.append(Finding("settings", "impl: learner, but no case has a learner variant"))
+        files = report["fingerprint"]["files"]
+        for op in sorted({case["op"] for case in learner_cases}):
+            module = _learner_module_path(op)
+            if module is None:
+                findings.append(Finding("settings", f"op {op!r} is not an op of this course"))
+            elif module not in files:
+                findings.append(
+                    Finding(
+                        "fingerprint-incomplete",
+                        f"the learner's {op} kernel {module} was measured but not fingerprinted",
+                    )
+                )
+    return findings
+
+
+def _environment(report: dict) -> list[Finding]:
+    environment = report["environment"]
+    findings = []
+    if environment.get("triton") is None:
+        findings.append(Finding("environment", "no Triton version recorded"))
+    if report["settings"]["device"] != "cuda":
+        return findings
+    missing = [name for name in _GPU_FIELDS if environment.get(name) is None]
+    if missing:
+        findings.append(Finding("environment", f"a GPU run without {', '.join(missing)}"))
+    utilization = report["gpu_utilization_percent"]
+    unread = [when for when in ("before", "after") if utilization.get(when) is None]
+    if unread:
+        reason = utilization.get("reason")
+        message = f"GPU utilization {' and '.join(unread)} the run was not recorded"
+        findings.append(
+            Finding("environment", f"{message} ({reason})", review=True)
+            if reason
+            else Finding("environment", f"{message}, and no reason is given")
+        )
+    before = utilization.get("before")
+    if isinstance(before, int | float) and before > BUSY_GPU_PERCENT:
+        findings.append(
+            Finding(
+                "environment", f"the GPU was {before:g}% busy before the run started", review=True
+            )
+        )
+    return findings
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+
+def _outside(path: str) -> bool:
+    pure = PurePosixPath(path)
+    return pure.is_absolute() or ".." in pure.parts or "\\" in path
+
+
+def _fingerprint(
+    report: dict, submission: Submission, release: Release, index: ClassIndex
+) -> list[Finding]:
+    files: Mapping[str, str] = report["fingerprint"]["files"]
+    snapshots: Mapping[str, str] = report["source_snapshots"]
+    findings: list[Finding] = []
+    release_files: dict[str, str] = {}
+    for path, digest in files.items():
+        if _outside(path):
+            findings.append(
+                Finding("outside-course", f"{path}: the run executed a file outside the course")
+            )
+        elif release.manifest.is_learners(path):
+            findings += _learner_file(path, digest, submission, release, index)
+        else:
+            release_files[path] = digest
+    missing = [path for path in ENGINE_REQUIRED if path not in files and release.digest(path)]
+    if missing:
+        findings.append(
+            Finding(
+                "fingerprint-incomplete",
+                f"files every run executes are missing: {', '.join(missing)}",
+            )
+        )
+    release_snapshots = {}
+    for path, copy in snapshots.items():
+        if path not in release_files:
+            continue  # a learner file is checked against the submission, never a snapshot
+        if _outside(copy) or not PurePosixPath(copy).is_relative_to(SNAPSHOT_FOLDER):
+            findings.append(
+                Finding("release-file", f"{path}: snapshot {copy} is outside {SNAPSHOT_FOLDER}")
+            )
+            release_files.pop(path)
+        else:
+            release_snapshots[path] = copy
+    if _release_files_differ(release_files, release_snapshots, release):
+        release_report = {
+            "fingerprint": {"files": release_files},
+            "source_snapshots": release_snapshots,
+        }
+        findings += [
+            Finding("release-file", problem)
+            for problem in fingerprint_problems(release_report, release.root)
+        ]
+    return findings
+
+
+def _release_files_differ(
+    files: dict[str, str], snapshots: dict[str, str], release: Release
+) -> bool:
+    """A cached look first: the full check (which re-reads every file) only when it can fail."""
+    return any(
+        release.digest(snapshots.get(path, path)) != digest for path, digest in files.items()
+    )
+
+
+def _learner_file(
+    path: str, digest: str, submission: Submission, release: Release, index: ClassIndex
+) -> list[Finding]:
+    submitted = release.hashes.digest(submission.folder / path)
+    findings = []
+    if submitted is None:
+        findings.append(
+            Finding(
+                "learner-file",
+                f"{path}: the report measured it, but the submission has no such file",
+            )
+        )
+    elif submitted != digest:
+        findings.append(
+            Finding(
+                "learner-file",
+                f"{path}: the submitted file is not the one the report measured "
+                f"(measured sha256 {digest[:12]}, submitted {submitted[:12]})",
+            )
+        )
+    others = sorted(index.owners(path, digest) - {submission.learner})
+    if others:
+        findings.append(
+            Finding(
+                "copied",
+                f"{path}: the measured file is the one learner(s) {', '.join(others)} submitted",
+                review=submitted == digest,  # identical submissions: a question for a person
+            )
+        )
+    return findings
+
+
+def bench_command(report: dict, device: str = "cuda") -> str:
+    """The ``kernel-bench`` command that measures the same cases again, on ``device``.
+
+    What an instructor runs in a clone holding the learner's submitted ``exercises/`` to check
+    a report's timings on their own GPU.
+    """
+    settings = report["settings"]
+    words = ["kernel-bench", "--op", settings["op"]]
+    for shape in settings.get("shapes") or ():
+        words += ["--shape", *map(str, shape)]
+    if settings.get("dtype"):
+        words += ["--dtype", settings["dtype"]]
+    if settings["compile"]:
+        words.append("--compile")
+    timing = settings.get("requested_timing") or settings["timing"]
+    if timing in ("graph", "events"):
+        words += ["--timing", timing]
+    words += ["--cache", settings["cache"], "--samples", str(settings["samples"])]
+    words += ["--visits", str(settings["visits"]), "--seed", str(settings["seed"])]
+    words += ["--impl", settings["impl"], "--device", device, "--output", "rerun.json"]
+    return " ".join(words)

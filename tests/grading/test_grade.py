@@ -1,0 +1,184 @@
+"""Does ``python -m learning.grade`` grade a class, and refuse bad input without writing?
+
+The class has two learners, made as learners make their submissions: a clone of the course
+with their own ``exercises/measurement.py``, and (for the clean one) a ``kernel-bench --impl
+learner`` report run in that clone. The grader re-runs the measurement checks on each.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from learning.grade import CSV_COLUMNS
+from learning.grade.cli import main
+from learning.grade.clone import make_clone, run_bench, submit
+
+REPO = Path(__file__).resolve().parents[2]
+MEASUREMENT = "exercises/measurement.py"
+BENCH = [
+    "--op",
+    "add",
+    "--shape",
+    "16",
+    "256",
+    "--dtype",
+    "float32",
+    "--samples",
+    "3",
+    "--visits",
+    "1",
+    "--impl",
+    "learner",
+    "--device",
+    "cpu",
+]
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory) -> dict:
+    """Grade ``clean`` (the reference's answers, a genuine report) and ``inverted`` (speedup
+    upside down, no report) once; the tests read the outputs."""
+    work = tmp_path_factory.mktemp("class")
+    submissions = work / "submissions"
+    clean = make_clone(
+        work / "clean",
+        learner_files={
+            MEASUREMENT: REPO / "reference" / "measurement.py",
+            "exercises/kernels/add.py": REPO / "reference" / "kernels" / "add.py",
+        },
+    )
+    submit(clean, submissions, "clean", [run_bench(clean, BENCH, work / "add.json")])
+
+    inverted_source = work / "measurement_inverted.py"
+    text = (REPO / "reference" / "measurement.py").read_text()
+    assert "return baseline_ms / candidate_ms" in text
+    inverted_source.write_text(
+        text.replace("return baseline_ms / candidate_ms", "return candidate_ms / baseline_ms")
+    )
+    inverted = make_clone(work / "inverted", learner_files={MEASUREMENT: inverted_source})
+    submit(inverted, submissions, "inverted", [])
+
+    output, feedback, gradebook = work / "grades.csv", work / "feedback", work / "gradebook.db"
+    status = main(
+        [
+            str(submissions),
+            "--output",
+            str(output),
+            "--exercise",
+            "measurement",
+            "--feedback-dir",
+            str(feedback),
+            "--gradebook",
+            str(gradebook),
+        ]
+    )
+    assert status == 0
+    with open(output, newline="") as stream:
+        rows = {row["learner"]: row for row in csv.DictReader(stream)}
+    return {
+        "rows": rows,
+        "feedback": feedback,
+        "gradebook": gradebook,
+        "submissions": submissions,
+        "work": work,
+    }
+
+
+def test_a_clean_learner_gets_full_points(graded_class):
+    row = graded_class["rows"]["clean"]
+    assert row["points"] == row["max_points"] == "20"
+    assert (row["check_points"], row["report_points"], row["reports_trusted"]) == ("10", "10", "1")
+    assert row["reasons"] == "" and row["needs_review"] == "no"
+
+
+def test_a_failing_exercise_loses_points_with_a_reason(graded_class):
+    row = graded_class["rows"]["inverted"]
+    assert float(row["check_points"]) < float(row["check_max"]) == 10
+    assert "[check] measurement: failed speedup" in row["reasons"]
+    assert "[no-reports]" in row["reasons"] and row["report_points"] == "0"
+
+
+def test_the_csv_has_the_documented_columns(graded_class):
+    with open(graded_class["work"] / "grades.csv", newline="") as stream:
+        assert tuple(next(csv.reader(stream))) == CSV_COLUMNS
+
+
+def test_feedback_says_what_failed_and_what_to_fix(graded_class):
+    text = (graded_class["feedback"] / "inverted.md").read_text()
+    assert "- FAIL speedup" in text
+    assert "## What to fix" in text and "python -m learning.check" in text
+    clean = (graded_class["feedback"] / "clean.md").read_text()
+    assert "### reports/add.json: trusted" in clean
+
+
+def test_grades_reach_the_nbgrader_gradebook(graded_class):
+    from nbgrader.api import Gradebook
+
+    from learning.grade.output import COURSE_ID, GRADEBOOK_ASSIGNMENT
+
+    with Gradebook(f"sqlite:///{graded_class['gradebook']}", course_id=COURSE_ID) as gradebook:
+        scores = {
+            learner: gradebook.find_submission(GRADEBOOK_ASSIGNMENT, learner).score
+            for learner in ("clean", "inverted")
+        }
+    assert scores["clean"] == 20
+    assert scores["inverted"] == float(graded_class["rows"]["inverted"]["points"])
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _assert_refused(capsys, argv: list[str], words: str, unwritten: list[Path]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("python -m learning.grade: error:"), err
+    assert words in err[0]
+    for path in unwritten:
+        assert not path.exists()
+
+
+def test_a_missing_submissions_folder_is_refused(tmp_path, capsys):
+    output = tmp_path / "grades.csv"
+    _assert_refused(
+        capsys, [str(tmp_path / "nowhere"), "--output", str(output)], "no such folder", [output]
+    )
+
+
+def test_an_output_in_a_missing_folder_is_refused(tmp_path, capsys, graded_class):
+    output = tmp_path / "missing" / "grades.csv"
+    feedback = tmp_path / "feedback"
+    argv = [
+        str(graded_class["submissions"]),
+        "--output",
+        str(output),
+        "--feedback-dir",
+        str(feedback),
+    ]
+    _assert_refused(capsys, argv, "does not exist", [output, feedback])
+
+
+def test_an_output_that_is_a_folder_is_refused(tmp_path, capsys, graded_class):
+    feedback = tmp_path / "feedback"
+    argv = [
+        str(graded_class["submissions"]),
+        "--output",
+        str(tmp_path),
+        "--feedback-dir",
+        str(feedback),
+    ]
+    _assert_refused(capsys, argv, "is a folder, not a file", [feedback])
+
+
+def test_an_unknown_exercise_is_refused(tmp_path, capsys, graded_class):
+    output = tmp_path / "grades.csv"
+    argv = [str(graded_class["submissions"]), "--output", str(output), "--exercise", "sofmax"]
+    _assert_refused(capsys, argv, "unknown exercise 'sofmax'", [output])
+
+
+def test_a_release_without_the_engine_is_refused(tmp_path, capsys, graded_class):
+    output = tmp_path / "grades.csv"
+    argv = [str(graded_class["submissions"]), "--output", str(output), "--release", str(tmp_path)]
+    _assert_refused(capsys, argv, "not a course release", [output])
