@@ -23,12 +23,14 @@ traffic, so the question is where the row waits between the passes:
   so that each program moves ~8 KiB; a 4096-wide fp16 row takes 8 warps (16 values a thread);
   a 32768-wide row takes 32 warps (32 fp32 values a thread, within the 64 registers a thread
   of a 1024-thread program may use).
-* **Chunked** (wider rows, or the backward's two live rows past 16384 values): one program per
-  row walks it in chunks twice. Pass one keeps a running maximum and a running sum per lane,
-  rescaling the sum whenever the maximum grows (the "online softmax"), pass two reads the row
-  again and writes. That is 1.5x the logical traffic if the second read comes from DRAM; it
-  comes from L2 as long as the rows in flight fit in its 60 MiB, which is why the plan makes
-  these programs fat (32 warps, 32 KiB chunks): about one per SM, 132 rows in flight.
+* **Chunked** (wider rows, or the backward's two live fp32 rows past 16384 values; two fp16
+  rows of 32768 still stay whole, in a 16-warp program whose threads may use 128 registers
+  each): one program per row walks it in chunks twice. Pass one keeps a running maximum and
+  a running sum per lane, rescaling the sum whenever the maximum grows (the "online
+  softmax"), pass two reads the row again and writes. That is 1.5x the logical traffic if
+  the second read comes from DRAM; it comes from L2 as long as the rows in flight fit in its
+  60 MiB, which is why the plan makes these programs fat (32 warps, 32 KiB chunks): about one
+  per SM, 132 rows in flight.
 
 Which of the two wins where is decided by :func:`reference.kernels.row_plan.choose_row_plan`
 (``passes=2``); both kernels take the row count at run time, never specialized, and the row

@@ -1,0 +1,283 @@
+"""Does scripts/make_figures.py draw every figure its recorded runs allow, and notice stale ones?
+
+The reports here are FIXTURES: small synthetic files in the formats the scripts write, with
+made-up timings. They test the drawing code and are not evidence about any GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "learning" / "schemas" / "report-v2.json"
+_spec = importlib.util.spec_from_file_location("make_figures", ROOT / "scripts" / "make_figures.py")
+make_figures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_figures)
+
+FIXTURE_NOTE = (
+    "FIXTURE: synthetic timings for tests/scripts/test_make_figures.py, not a measurement"
+)
+
+
+def _variant(name: str, kind: str, samples: list[float], case: dict, eager_median) -> dict:
+    median = statistics.median(samples)
+    return {
+        "name": name,
+        "kind": kind,
+        "status": "timed",
+        "reason": None,
+        "correctness": {
+            "passed": True,
+            "max_abs_error": 1e-3,
+            "tolerance_used": 1e-2,
+            "reason": None,
+        },
+        "samples_ms": samples,
+        "median_ms": median,
+        "min_ms": min(samples),
+        "max_ms": max(samples),
+        "logical_gbps": case["logical_bytes"] / (median * 1e6),
+        "tflops": case["flops"] / (median * 1e9) if case["flops"] else None,
+        "ratio_vs_eager": (eager_median or median) / median,
+    }
+
+
+def _case(op: str, shape: list[int], logical_bytes: int, flops: int, medians: dict) -> dict:
+    """A case with eager, compile and triton variants whose medians are ``medians``."""
+    case = {
+        "op": op,
+        "shape": shape,
+        "dtype": "float16",
+        "logical_bytes": logical_bytes,
+        "flops": flops,
+        "eager_variant": "torch",
+        "variants": [],
+    }
+    kinds = {"torch": "eager", "compile": "compile", "triton": "triton"}
+    eager_median = medians["torch"]
+    for name, median in medians.items():
+        samples = [median * 0.98, median, median * 1.03]
+        variant = _variant(name, kinds[name], samples, case, eager_median)
+        case["variants"].append(variant)
+    return case
+
+
+def fixture_report() -> dict:
+    """A FIXTURE kernel-bench report (schema v2): two memory-bound cases and one GEMM."""
+    return {
+        "schema_version": 2,
+        "complete": True,
+        "timing_note": FIXTURE_NOTE,
+        "warnings": [FIXTURE_NOTE],
+        "settings": {
+            "op": "all",
+            "ops": ["softmax", "add", "matmul"],
+            "dtypes": ["float16"],
+            "shapes": None,
+            "seed": 0,
+            "samples": 3,
+            "visits": 1,
+            "rounds_per_visit": 3,
+            "iterations": 1,
+            "timing": "graph",
+            "cache": "warm",
+            "compile": True,
+            "impl": "reference",
+            "device": "cuda",
+        },
+        "environment": {
+            "gpu_name": "FIXTURE GPU",
+            "sm_count": 132,
+            "l2_bytes": 50 * 2**20,
+            "driver": "fixture",
+            "cuda": "fixture",
+            "torch": "fixture",
+            "triton": "fixture",
+            "python": "3.11",
+            "platform": "fixture",
+            "git_commit": "0" * 40,
+            "git_dirty": False,
+        },
+        "gpu_utilization_percent": {"before": 0, "after": 0},
+        "warmup": {"burst_ms": 200.0, "rewarm_gap_ms": 500.0, "bursts_run": 1},
+        "numerics_policy": {},
+        "cases": [
+            _case(
+                "softmax",
+                [4096, 4096],
+                2 * 2 * 4096 * 4096,
+                0,
+                {"torch": 0.020, "compile": 0.018, "triton": 0.016},
+            ),
+            _case(
+                "add",
+                [1823, 781],
+                3 * 2 * 1823 * 781,
+                0,
+                {"torch": 0.006, "compile": 0.006, "triton": 0.005},
+            ),
+            _case(
+                "matmul",
+                [4096, 4096, 4096],
+                3 * 2 * 4096 * 4096,
+                2 * 4096**3,
+                {"torch": 0.25, "compile": 0.25, "triton": 0.30},
+            ),
+        ],  # fmt: skip
+        "fingerprint": {"algorithm": "sha256", "files": {"learning/ops.py": "a" * 64}},
+        "source_snapshots": {},
+    }
+
+
+def fixture_clock_probe() -> dict:
+    """A FIXTURE in scripts/gpu_clock_probe.py's format: slow first calls, then steady."""
+    curve = [{"t_ms": 0.1 * i, "us_per_call": 2.5 * (1 + 2.0 / (1 + i))} for i in range(200)]
+    return {
+        "kernel": FIXTURE_NOTE,
+        "environment": {"gpu_name": "FIXTURE GPU"},
+        "steady_us": 2.5,
+        "steady_sm_clock_mhz": 1980,
+        "pause_s": 20.0,
+        "idle_sm_clock_mhz": 345,
+        "curve": curve,
+        "curve_sm_clock_mhz": [None],
+        "curve_buckets": [
+            {"from_ms": 0.0, "to_ms": 1, "replays": 10, "median_us": 4.0, "vs_steady": 1.6},
+            {"from_ms": 1, "to_ms": None, "replays": 190, "median_us": 2.6, "vs_steady": 1.04},
+        ],
+        "after_burst": [
+            {"gap_ms": gap, "first_replay_us": 2.5 * f, "vs_steady": f, "sm_clock_mhz": None}
+            for gap, f in ((0, 1.0), (100, 1.01), (1000, 1.2), (5000, 1.7))
+        ],
+    }
+
+
+def fixture_stability() -> dict:
+    """A FIXTURE in scripts/benchmark_stability.py's format: three sweeps, two caches."""
+    sweeps = [
+        {"softmax 4096x4096 float16 triton": r, "add 1823x781 float16 triton": 1.2 * r}
+        for r in (1.25, 1.27, 1.24)
+    ]
+    result = {
+        "cases": 2,
+        "median_deviation": 0.008,
+        "worst_deviation": 0.016,
+        "most_moved": [],
+        "per_sweep_ratios": sweeps,
+    }
+    return {
+        "settings": {"op": "all", "dtype": "float16", "samples": 9, "visits": 3, "sweeps": 3,
+                     "target_median": 0.02, "target_worst": 0.05},
+        "results": {"warm": result, "cold": result},
+    }  # fmt: skip
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    """A results folder holding all.json, clock-probe.json and stability.json FIXTURES only."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "all.json").write_text(json.dumps(fixture_report(), indent=1))
+    (results / "clock-probe.json").write_text(json.dumps(fixture_clock_probe()))
+    (results / "stability.json").write_text(json.dumps(fixture_stability()))
+    return results
+
+
+EXPECTED = {
+    "h200-all-ratios.png",
+    "h200-all-bandwidth.png",
+    "h200-all-tflops.png",
+    "h200-clock-probe.png",
+    "h200-stability.png",
+}
+
+
+@pytest.mark.skipif(not SCHEMA.is_file(), reason="no report schema in learning/schemas yet")
+def test_the_fixture_report_is_a_valid_schema_v2_report():
+    """Does the fixture follow the schema, its figures following from its samples?"""
+    from learning.report import consistency_problems, schema_problems
+
+    report = fixture_report()
+    assert schema_problems(report) == []
+    assert consistency_problems(report) == []
+
+
+def test_every_recorded_run_gets_its_figures(recorded: Path, tmp_path: Path, capsys):
+    """Are the figures written under fixed names, and each missing report named once?"""
+    figures = tmp_path / "figures"
+    assert make_figures.main(["--results", str(recorded), "--figures", str(figures)]) == 0
+    assert {path.name for path in figures.iterdir()} == EXPECTED
+    for path in figures.iterdir():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert path.stat().st_size > 5_000, f"{path.name} looks empty"
+    printed = capsys.readouterr().out
+    for missing in ("all-cold.json", "training.json", "gemm-bf16.json"):
+        lines = [line for line in printed.splitlines() if missing in line]
+        assert len(lines) == 1 and "skipped" in lines[0], printed
+
+
+def test_the_same_data_draws_the_same_bytes(recorded: Path, tmp_path: Path):
+    """Does redrawing unchanged data leave the PNG files byte for byte the same?"""
+    first, second = tmp_path / "first", tmp_path / "second"
+    make_figures.main(["--results", str(recorded), "--figures", str(first)])
+    make_figures.main(["--results", str(recorded), "--figures", str(second)])
+    for path in first.iterdir():
+        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+
+
+def test_check_passes_on_fresh_figures_and_fails_on_stale_or_missing(
+    recorded: Path, tmp_path: Path, capsys
+):
+    """Does --check exit 1 when a report changed after its figure was drawn, or one is gone?"""
+    figures = tmp_path / "figures"
+    arguments = ["--results", str(recorded), "--figures", str(figures)]
+    assert make_figures.main([*arguments, "--check"]) == 1  # nothing drawn yet
+    make_figures.main(arguments)
+    assert make_figures.main([*arguments, "--check"]) == 0
+
+    report = fixture_report()
+    report["warnings"].append("FIXTURE: a second run")
+    (recorded / "all.json").write_text(json.dumps(report))
+    capsys.readouterr()
+    assert make_figures.main([*arguments, "--check"]) == 1
+    assert "h200-all-ratios.png was not drawn from" in capsys.readouterr().out
+
+    make_figures.main(arguments)
+    (figures / "h200-stability.png").unlink()
+    capsys.readouterr()
+    assert make_figures.main([*arguments, "--check"]) == 1
+    assert "h200-stability.png is missing" in capsys.readouterr().out
+
+
+def test_no_recorded_runs_is_not_an_error(tmp_path: Path, capsys):
+    """With an empty results folder, is every source skipped with a note and nothing drawn?"""
+    empty, figures = tmp_path / "results", tmp_path / "figures"
+    empty.mkdir()
+    assert make_figures.main(["--results", str(empty), "--figures", str(figures)]) == 0
+    assert make_figures.main(["--results", str(empty), "--figures", str(figures), "--check"]) == 0
+    assert not figures.exists()
+    assert capsys.readouterr().out.count("not recorded yet") == 12
+
+
+def test_a_report_that_breaks_the_schema_is_not_drawn(recorded: Path, tmp_path: Path, capsys):
+    """Is a malformed report refused with its first problem, exit 1, the others still drawn?"""
+    report = fixture_report()
+    del report["cases"][0]["variants"][0]["median_ms"]
+    (recorded / "all.json").write_text(json.dumps(report))
+    figures = tmp_path / "figures"
+    assert make_figures.main(["--results", str(recorded), "--figures", str(figures)]) == 1
+    assert "not a valid report" in capsys.readouterr().err
+    assert {path.name for path in figures.iterdir()} == {
+        "h200-clock-probe.png",
+        "h200-stability.png",
+    }
+
+
+def test_the_lesson_figures_match_the_recorded_runs():
+    """Is every figure in lessons/figures drawn from results/h200 as it is now?"""
+    assert make_figures.main(["--check"]) == 0, "run `python scripts/make_figures.py`"
