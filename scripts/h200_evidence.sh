@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The recorded H200 evidence, in two parts that each fit one 10-minute device call.
+#   scripts/h200_evidence.sh sweeps  OUTDIR   all, all-cold, gemm-bf16, softmax-compiled,
+#                                             softmax-events, clock probe, cold host-delay proof
+#   scripts/h200_evidence.sh training OUTDIR  training, gemm-train, norm-compiled, validation
+# Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
+# on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
+set -uo pipefail
+part=${1:?usage: h200_evidence.sh sweeps|training OUTDIR}
+out=${2:?usage: h200_evidence.sh sweeps|training OUTDIR}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+bench() { python3 -m learning.bench "$@"; }
+step() {
+    local name=$1; shift
+    local start=$SECONDS
+    "$@" >"$out/$name.log" 2>&1
+    echo "$name: exit $? in $((SECONDS - start)) s"
+}
+recorded="--samples 15 --visits 5"
+case $part in
+sweeps)
+    step all bench --op all --dtype float16 $recorded --output "$out/all.json"
+    step all-cold bench --op all --dtype float16 --cache cold $recorded --output "$out/all-cold.json"
+    step gemm-bf16 bench --op matmul --dtype bfloat16 $recorded --output "$out/gemm-bf16.json"
+    step softmax-compiled bench --op softmax --shape 1024 1024 --dtype float32 --compile \
+        --output "$out/softmax-compiled.json"
+    step softmax-events bench --op softmax --dtype float16 --timing events \
+        --output "$out/softmax-events.json"
+    step clock-probe python3 scripts/gpu_clock_probe.py --output "$out/clock-probe.json"
+    for delay in 0 20; do
+        step "cold-delay$delay" env KERNEL_BENCH_HOST_DELAY_US=$delay python3 -m learning.bench \
+            --op softmax --shape 1024 1024 --dtype float16 --cache cold \
+            --output "$out/cold-delay$delay.json"
+    done
+    ;;
+training)
+    step training bench --op training --dtype float16 --compile --output "$out/training.json"
+    step gemm-train bench --op matmul_train --shape 16384 1024 1024 --dtype float16 \
+        --output "$out/gemm-train.json"
+    step norm-compiled bench --op rmsnorm --dtype float16 --compile --output "$out/norm-compiled.json"
+    step validate-kernels python3 scripts/validate_kernels.py --no-timing \
+        --output "$out/validate-kernels.json"
+    ;;
+*) echo "unknown part $part" >&2; exit 2 ;;
+esac
