@@ -1,0 +1,1 @@
+"""Reference Triton kernels, one module per operation, each in reading order."""

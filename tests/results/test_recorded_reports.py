@@ -1,0 +1,42 @@
+"""Does every recorded kernel-bench report still describe the code in this repository?"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from learning import report
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+REPORTS = sorted(
+    path
+    for path in RESULTS.glob("h200/*.json")
+    if "schema_version" in json.loads(path.read_text())
+)
+
+
+def test_the_recorded_evidence_is_there():
+    """Are the reports the lessons quote present?"""
+    names = {path.stem for path in REPORTS}
+    expected = {"all", "all-cold", "softmax-compiled", "norm-compiled", "gemm-bf16",
+                "softmax-events", "training", "gemm-train"}  # fmt: skip
+    assert expected <= names, f"missing: {sorted(expected - names)}"
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda path: path.name)
+def test_recorded_report_validates(path):
+    """Schema, fingerprints (or snapshots) and internal consistency all hold?"""
+    problems = report.validate(json.loads(path.read_text()), RESULTS.parent)
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda path: path.name)
+def test_recorded_report_was_measured_on_a_gpu(path):
+    """Evidence is a GPU timing, never an interpreter one, and every timed variant passed."""
+    data = json.loads(path.read_text())
+    assert data["settings"]["device"] == "cuda"
+    assert data["complete"] is True
+    for case in data["cases"]:
+        for variant in case["variants"]:
+            if variant["status"] == "timed":
+                assert variant["correctness"]["passed"] is True
