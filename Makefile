@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml
 course: $(STAMP)
 	$(BIN)/python -m learning.check measurement --reference
 	$(BIN)/python -m learning.check softmax --reference
+	mkdir -p results/local
 	$(BIN)/kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
 
 test: $(STAMP)

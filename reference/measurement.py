@@ -1,0 +1,239 @@
+"""Lesson 7: the arithmetic that turns a timing into a claim.
+
+Every function here is plain Python on numbers: no GPU, no torch. A benchmark gives
+milliseconds; these functions say what those milliseconds mean (a ratio against a baseline,
+logical bandwidth, arithmetic throughput), what a change can buy at most (Amdahl), how to read
+a set of samples, and how to write the one sentence a timing needs before anyone may quote it.
+
+Units used everywhere in the course:
+
+* times in **milliseconds** (``ms``), as the benchmark reports them;
+* sizes in **bytes**; bandwidth in **GB/s** (10^9 bytes per second, not GiB);
+* arithmetic in **FLOPs** (a multiply-add is two); throughput in **TFLOP/s** (10^12 per second).
+
+Shapes follow the op registry (``learning/ops.py``): row ops (add, softmax, rmsnorm and their
+training steps) take ``(M, N)``; GEMM takes ``(M, N, K)`` with A ``M x K``, B ``K x N`` and
+C ``M x N``. Op names are the registry's: ``add``, ``softmax``, ``rmsnorm``, ``matmul``,
+``softmax_train``, ``rmsnorm_train``, ``matmul_train``.
+
+``python -m learning.check measurement`` grades this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+FORWARD_OPS = ("add", "softmax", "rmsnorm", "matmul")
+TRAINING_OPS = ("softmax_train", "rmsnorm_train", "matmul_train")
+
+
+class Spread(NamedTuple):
+    """How a set of timing samples spreads: report all three, never one alone."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+
+
+def format_ms(ms: float) -> str:
+    """A time as the result sentence writes it: four significant digits, then ``ms``."""
+    return f"{ms:.4g} ms"
+
+
+# --------------------------------------------------------------------------- ratios
+
+
+def speedup(baseline_ms: float, candidate_ms: float) -> float:
+    """How many times faster the candidate is than the baseline (above 1: faster).
+
+    Example: a baseline of 10 ms and a candidate of 5 ms is a speedup of 2.0.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: a ratio of two times: which one goes on top so that faster is above 1?
+    return baseline_ms / candidate_ms
+    ### END SOLUTION
+
+
+def amdahl_speedup(fraction: float, local_speedup: float) -> float:
+    """The whole program's speedup when a ``fraction`` of its time runs ``local_speedup`` x faster.
+
+    ``fraction`` is a fraction between 0 and 1 (0.1 for ten percent), not a percentage.
+    Example: making 10 % of the time twice as fast gives 1 / (0.9 + 0.1 / 2) = 1.053.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: the new time is the untouched part plus the sped-up part; speedup is old / new
+    new_time = (1.0 - fraction) + fraction / local_speedup
+    return 1.0 / new_time
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def logical_gbps(num_bytes: int, ms: float) -> float:
+    """Logical bandwidth in GB/s (10^9 bytes per second) of moving ``num_bytes`` in ``ms``.
+
+    Example: 12,000,000 bytes in 2 ms is 6 GB/s.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: convert ms to seconds and bytes to GB; both are powers of ten
+    return num_bytes / (ms * 1e6)
+    ### END SOLUTION
+
+
+def tflops(flop_count: int, ms: float) -> float:
+    """Arithmetic throughput in TFLOP/s (10^12 FLOPs per second) of ``flop_count`` FLOPs in ``ms``.
+
+    Example: 2 * 4096**3 FLOPs (one 4096-cubed GEMM) in 1 ms is 137.4 TFLOP/s.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: convert ms to seconds and FLOPs to TFLOPs
+    return flop_count / (ms * 1e9)
+    ### END SOLUTION
+
+
+def flops(op: str, shape: Sequence[int]) -> int:
+    """The FLOPs the course counts for one call of ``op`` at ``shape``.
+
+    ``add``: one per output element. ``matmul``: a multiply and an add for each of the
+    M x N x K products. ``matmul_train``: the forward GEMM and the two GEMMs of the backward
+    pass (dA = dC B^T, dB = A^T dC), each as large as the forward. Other ops raise ValueError:
+    the course does not count their FLOPs.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: add: M*N; matmul: 2*M*N*K; matmul_train: three GEMMs of the forward's size
+    if op == "add":
+        rows, cols = shape
+        return rows * cols
+    if op in ("matmul", "matmul_train"):
+        m, n, k = shape
+        gemms = 3 if op == "matmul_train" else 1
+        return gemms * 2 * m * n * k
+    raise ValueError(f"the course does not count FLOPs for {op!r}")
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def logical_bytes(op: str, shape: Sequence[int], element_size: int) -> int:
+    """The bytes one call of ``op`` must move at least: each tensor counted once per pass.
+
+    Logical bytes count what the operation has to read and write, not what a given kernel
+    happens to move: a softmax that reads its row three times still has one read of the input
+    and one write of the output. ``element_size`` is in bytes (2 for fp16/bf16, 4 for fp32).
+
+    Forward ops:
+
+    * ``add``: read x, read y, write the output (three M x N tensors);
+    * ``softmax``: read x once, write y once;
+    * ``rmsnorm`` (residual RMSNorm): read x and the residual, write y, and read the
+      weight vector (N values) once;
+    * ``matmul``: read A (M x K) and B (K x N) once, write C (M x N) once.
+
+    Training steps (forward plus backward):
+
+    * ``softmax_train``: five M x N passes (forward: read x, write y; backward: read y,
+      read dy, write dx);
+    * ``rmsnorm_train``: seven M x N passes plus three weight-sized vectors (read w forward,
+      read w backward, write dw);
+    * ``matmul_train``: three GEMMs, each moving as much as the forward.
+
+    Any other op name raises ValueError.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: count elements per tensor pass, then multiply by element_size
+    if op in ("matmul", "matmul_train"):
+        m, n, k = shape
+        elements = m * k + k * n + m * n
+        if op == "matmul_train":
+            elements *= 3
+        return elements * element_size
+    rows, cols = shape
+    elements_per_op = {
+        "add": 3 * rows * cols,
+        "softmax": 2 * rows * cols,
+        "rmsnorm": 3 * rows * cols + cols,
+        "softmax_train": 5 * rows * cols,
+        "rmsnorm_train": 7 * rows * cols + 3 * cols,
+    }
+    if op not in elements_per_op:
+        raise ValueError(f"unknown op {op!r}")
+    return elements_per_op[op] * element_size
+    ### END SOLUTION
+
+
+def fits_in_l2(op: str, shape: Sequence[int], element_size: int, l2_bytes: int) -> bool:
+    """Whether a forward op's inputs and output fit in an L2 cache of ``l2_bytes`` together.
+
+    When they fit, a benchmark that calls the op again and again reads its inputs from L2,
+    not from DRAM, and reports a bandwidth that DRAM cannot deliver. A forward op reads each
+    input and writes its output exactly once, so its footprint is its logical bytes; a case
+    whose footprint equals ``l2_bytes`` counts as fitting.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: a forward op touches each input and its output once: reuse logical_bytes
+    if op not in FORWARD_OPS:
+        raise ValueError(f"fits_in_l2 takes a forward op ({', '.join(FORWARD_OPS)}), got {op!r}")
+    return logical_bytes(op, shape, element_size) <= l2_bytes
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------- reading samples
+
+
+def summarize(samples_ms: Sequence[float]) -> Spread:
+    """Median, minimum and maximum of timing samples, without reordering the caller's list.
+
+    With an even number of samples the median is the mean of the two middle ones.
+    An empty list raises ValueError.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: sort a copy (sorted(...)); the median of an even count is the mean of the middle two
+    if not samples_ms:
+        raise ValueError("no samples")
+    ordered = sorted(samples_ms)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        median = ordered[middle]
+    else:
+        median = (ordered[middle - 1] + ordered[middle]) / 2
+    return Spread(median_ms=median, min_ms=ordered[0], max_ms=ordered[-1])
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------- the claim
+
+
+def result_sentence(
+    *,
+    gpu: str,
+    case: str,
+    variant: str,
+    median_ms: float,
+    timing_mode: str,
+    baseline: str,
+    baseline_median_ms: float,
+    check: str,
+    not_established: str,
+) -> str:
+    """The one sentence a timing needs before it may be quoted, exactly in this form::
+
+        On {gpu}, for {case}, {variant} took {median} under {timing_mode}, versus {baseline}
+        at {baseline median}. It passed {check}. The result does not establish {not_established}.
+
+    (one line, single spaces) where both medians are written with :func:`format_ms`.
+    Example: ``On NVIDIA H200, for softmax 4096x4096 float16, triton took 0.05 ms under CUDA
+    graph replay, versus torch eager at 0.1 ms. It passed the float64 oracle check. The result
+    does not establish that the kernel is faster at other shapes.``
+    """
+    ### BEGIN SOLUTION
+    ### TODO: one f-string; write both medians with format_ms
+    return (
+        f"On {gpu}, for {case}, {variant} took {format_ms(median_ms)} under {timing_mode}, "
+        f"versus {baseline} at {format_ms(baseline_median_ms)}. It passed {check}. "
+        f"The result does not establish {not_established}."
+    )
+    ### END SOLUTION
+

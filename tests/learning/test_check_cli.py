@@ -1,0 +1,276 @@
+"""Does `python -m learning.check` grade measurement honestly, and survive any learner mistake?
+
+Mistaken learner files are written into a throwaway package in a temporary directory; the
+checker is pointed at it (``--impl`` / ``impl=``) with the directory on its PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise, journal_status
+from learning.manifest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_exercises  # noqa: E402
+
+
+def run_cli(*args: str, python_path: Path | None = None):
+    """Run the CLI; return the completed process and its wall time in seconds."""
+    env = dict(os.environ)
+    if python_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(python_path), env.get("PYTHONPATH")]))
+    started = time.perf_counter()
+    process = subprocess.run(
+        [sys.executable, "-m", "learning.check", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    return process, time.perf_counter() - started
+
+
+def write_package(root: Path, name: str, measurement_source: str) -> str:
+    """A package ``name`` under ``root`` whose measurement.py is ``measurement_source``."""
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "measurement.py").write_text(textwrap.dedent(measurement_source))
+    return name
+
+
+def checks_by_name(report: ExerciseReport) -> dict[str, str]:
+    return {check.name: check.message for check in report.checks if not check.passed}
+
+
+def test_reference_passes_quickly():
+    """Does the reference pass every measurement check, exit 0, within a few seconds?"""
+    process, elapsed = run_cli("measurement", "--reference")
+    print(f"python -m learning.check measurement --reference took {elapsed:.2f} s")
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert "FAIL" not in process.stdout
+    assert process.stdout.rstrip().endswith("measurement: 10/10 points")
+    assert elapsed < 10, f"took {elapsed:.1f} s; the target is under 3 s on a 2-core laptop"
+
+
+def test_untouched_exercise_fails_with_hints(tmp_path: Path):
+    """Do the freshly made stubs fail every check, each with a hint, and exit 1 (JSON too)?"""
+    stub = make_exercises.render()["exercises/measurement.py"]
+    package = write_package(tmp_path, "untouched", stub.decode())
+    process, _ = run_cli("measurement", "--impl", package, "--json", python_path=tmp_path)
+    assert process.returncode == 1, process.stderr
+    report = json.loads(process.stdout)
+    assert report["points"] == 0 and report["max_points"] == 10
+    assert not any(check["passed"] for check in report["checks"])
+    for check in report["checks"]:
+        assert "not written yet" in check["message"] and "hint:" in check["message"], check
+    assert report["journal"]["path"] == "journals/07-measurement.md"
+
+
+def test_no_exercise_lists_the_exercises():
+    """Does a bare `python -m learning.check` exit 2 and list what can be checked?"""
+    process, _ = run_cli()
+    assert process.returncode == 2
+    assert "measurement" in process.stderr and "softmax" in process.stderr
+
+
+def test_unknown_exercise_exits_2_and_lists_the_exercises():
+    """Does a misspelt exercise exit 2 naming it, and list the valid ones?"""
+    process, _ = run_cli("measurment")
+    assert process.returncode == 2
+    assert "unknown exercise 'measurment'" in process.stderr
+    assert "  measurement" in process.stderr
+    with pytest.raises(UnknownExercise, match="choose one of"):
+        check_exercise("measurment")
+
+
+MISTAKES = """
+    from reference.measurement import *  # noqa: F403 (everything right, but for the below)
+    del tflops  # missing function
+
+
+    def speedup(baseline_ms, candidate_ms):
+        return 2.0  # the worked example's answer, whatever the input
+
+
+    def logical_gbps(num_bytes, ms):
+        return num_bytes / (ms * 1e-6) / 1e9  # treats milliseconds as microseconds
+
+
+    def amdahl_speedup(fraction, local_speedup):
+        raise RuntimeError("boom")
+
+
+    def summarize(samples_ms):
+        while True:  # never returns
+            pass
+
+
+    def logical_bytes(op, shape, element_size):
+        rows, cols = shape[0], shape[1]
+        return {"add": 4, "softmax": 3}.get(op, 3) * rows * cols * element_size  # output twice
+
+
+    print("learner output must not confuse the checker")
+"""
+
+
+@pytest.fixture(scope="module")
+def mistaken_report(tmp_path_factory) -> ExerciseReport:
+    root = tmp_path_factory.mktemp("mistakes")
+    package = write_package(root, "mistaken", MISTAKES)
+    return check_exercise("measurement", package, extra_path=[root])
+
+
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        ("speedup", "worked example's answer"),  # a constant cannot pass the random inputs
+        ("logical_gbps", "1000 times too large: the milliseconds were treated as microseconds"),
+        ("amdahl_speedup", "raised RuntimeError: boom"),
+        ("summarize", "did not return within"),
+        ("tflops and flops", "has no function `tflops`"),
+        ("logical_bytes (forward ops)", "counted twice"),
+    ],
+)
+def test_each_learner_mistake_is_a_failed_check_with_a_message(mistaken_report, check, expected):
+    """Is each mistake its own failed check, with the input, expectation and a fitting hint?"""
+    failures = checks_by_name(mistaken_report)
+    assert check in failures, f"{check} passed: {mistaken_report.checks}"
+    assert expected in failures[check]
+    if check not in ("tflops and flops",):
+        assert "input:" in failures[check]
+
+
+MORE_MISTAKES = """
+    from reference.measurement import *  # noqa: F403
+    from reference.measurement import Spread
+    from reference.measurement import logical_bytes as reference_logical_bytes
+
+
+    def speedup(baseline_ms, candidate_ms):
+        return candidate_ms / baseline_ms  # inverted
+
+
+    def amdahl_speedup(fraction, local_speedup):
+        f = fraction / 100  # a fraction taken for a percentage
+        return 1 / ((1 - f) + f / local_speedup)
+
+
+    def logical_gbps(num_bytes, ms):
+        return num_bytes / (ms * 1e-3) / 2**30  # GiB/s
+
+
+    def flops(op, shape):
+        return shape[0] * shape[1] * (shape[2] if len(shape) == 3 else 1)  # a MAC as one FLOP
+
+
+    def logical_bytes(op, shape, element_size):
+        return reference_logical_bytes(op, shape, 1)  # elements, not bytes
+
+
+    def summarize(samples_ms):
+        samples_ms.sort()  # reorders the caller's samples
+        return Spread(samples_ms[len(samples_ms) // 2], samples_ms[0], samples_ms[-1])
+
+
+    def result_sentence(**fields):  # the median in microseconds, not through format_ms
+        return "On {gpu}, for {case}, {variant} took {us:.1f} us".format(
+            us=fields["median_ms"] * 1e3, **fields
+        )
+"""
+
+
+@pytest.fixture(scope="module")
+def more_mistakes_report(tmp_path_factory) -> ExerciseReport:
+    root = tmp_path_factory.mktemp("more_mistakes")
+    package = write_package(root, "mistaken_more", MORE_MISTAKES)
+    return check_exercise("measurement", package, extra_path=[root])
+
+
+@pytest.mark.parametrize(
+    "check, expected",
+    [
+        ("speedup", "inverted: speedup is baseline / candidate"),
+        ("amdahl_speedup", "do not divide it by 100"),
+        ("logical_gbps", "that is GiB/s"),
+        ("tflops and flops", "a multiply-add is two FLOPs"),
+        ("logical_bytes (forward ops)", "counts elements, not bytes"),
+        ("summarize", "sort a copy"),
+        ("result_sentence", "write both medians with format_ms"),
+    ],
+)
+def test_the_hint_names_the_usual_mistake(more_mistakes_report, check, expected):
+    """Does each usual mistake (inverted ratio, percentage, GiB, elements ...) get its own hint?"""
+    failures = checks_by_name(more_mistakes_report)
+    assert check in failures, f"{check} passed"
+    assert expected in failures[check]
+
+
+def test_mistakes_cost_only_their_own_points(mistaken_report):
+    """Do the functions written correctly still earn their points beside the broken ones?"""
+    passed = {check.name for check in mistaken_report.checks if check.passed}
+    assert {"fits_in_l2", "result_sentence"} <= passed
+    assert 0 < mistaken_report.points < 10
+    assert "line" in checks_by_name(mistaken_report)["amdahl_speedup"]  # where it was raised
+
+
+def test_a_syntax_error_fails_every_check_with_its_line(tmp_path: Path):
+    """Does a file that does not compile fail with the line of the syntax error?"""
+    source = "def speedup(baseline_ms, candidate_ms:\n    pass\n"
+    package = write_package(tmp_path, "broken", source)
+    report = check_exercise("measurement", package, extra_path=[tmp_path])
+    assert not report.passed and report.points == 0
+    first = report.checks[0].message
+    assert "syntax error at line 1" in first and "hint:" in first
+    assert all("did not import" in check.message for check in report.checks[1:])
+
+
+def test_a_crash_of_the_interpreter_is_a_failed_check(tmp_path: Path):
+    """Does a segmentation fault in the learner's code become a failed check, not a traceback?"""
+    package = write_package(tmp_path, "crashing", "import ctypes\nctypes.string_at(0)\n")
+    report = check_exercise("measurement", package, extra_path=[tmp_path])
+    assert not report.passed
+    assert report.checks[0].name == "check process"
+    assert "SIGSEGV" in report.checks[0].message
+
+
+def test_the_process_time_limit_is_a_backstop(tmp_path: Path):
+    """When the per-call limit cannot act (SIGALRM blocked), does the process limit stop it?"""
+    source = """
+        import signal
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        while True:
+            pass
+    """
+    package = write_package(tmp_path, "hanging", source)
+    started = time.perf_counter()
+    report = check_exercise("measurement", package, extra_path=[tmp_path], time_limit_s=3)
+    assert time.perf_counter() - started < 20
+    assert not report.passed
+    assert "did not finish within 3 s" in report.checks[0].message
+
+
+def test_the_journal_counts_as_written_once_its_placeholders_are_replaced(tmp_path: Path):
+    """Are prediction and observation reported written only when their placeholders are gone?"""
+    template = (ROOT / "journals" / "07-measurement.md").read_text()
+    journal = tmp_path / "07-measurement.md"
+    journal.write_text(template)
+    status = journal_status(journal)
+    assert status.exists and not status.prediction and not status.observation
+
+    prediction, _, rest = template.partition("## Observation")
+    prediction = prediction.replace("_Write your prediction here before running._", "About 2x.")
+    journal.write_text(prediction + "## Observation" + rest)
+    status = journal_status(journal)
+    assert status.prediction and not status.observation
+
+    journal.write_text(journal.read_text().replace("_Write what you observed here._", "1.3x."))
+    assert journal_status(journal).observation
+    assert not journal_status(tmp_path / "missing.md").exists
