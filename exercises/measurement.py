@@ -28,10 +28,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-FORWARD_OPS = ("add", "softmax", "rmsnorm", "matmul")
-TRAINING_OPS = ("softmax_train", "rmsnorm_train", "matmul_train")
-
-
 class Spread(NamedTuple):
     """How a set of timing samples spreads: report all three, never one alone."""
 
