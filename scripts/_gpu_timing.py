@@ -4,12 +4,12 @@ One habit for every script: refuse to run without a GPU (exit 2, one line), warm
 a short GEMM burst so the clocks are up before the first timed kernel, time the device with
 CUDA-graph replay (median of 10 replays of a graph that holds many calls), and oracle-check a
 candidate before it is timed. The host clock is used only by the wrapper-overhead script,
-which measures the host.
+which measures the host. ``--output`` is written once the measurement has finished, as a script
+record (``write_json``; see scripts/_records.py).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -106,12 +106,14 @@ def environment() -> dict:
     }  # fmt: skip
 
 
-def write_json(path: str | None, payload: dict) -> None:
+def write_json(path: str | None, payload: dict, script: str, argv=None) -> None:
+    """Write ``payload`` to ``path`` (if given) as a script record of ``script``: the caller
+    passes its ``__file__`` and, once the measurement has finished, its whole output."""
     if not path:
         return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(payload, indent=1, default=str) + "\n")
-    print(f"wrote {path}", flush=True)
+    from _records import write_output
+
+    write_output(path, script, payload, argv=argv)
 
 
 def fmt(value, spec: str = ".4f") -> str:

@@ -13,7 +13,6 @@ GPU only: exits 2 on a CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -22,6 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+SCRIPTS = Path(__file__).resolve().parent
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
 
 TARGET_MEDIAN, TARGET_WORST = 0.02, 0.05
 
@@ -141,10 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             "target_median": TARGET_MEDIAN,
             "target_worst": TARGET_WORST,
         }
-        args.output.write_text(
-            json.dumps({"settings": settings, "results": results}, indent=1) + "\n"
-        )
-        print(f"wrote {args.output}")
+        from _records import write_output
+
+        write_output(args.output, __file__, {"settings": settings, "results": results}, argv=argv)
     return 0
 
 

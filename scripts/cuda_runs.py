@@ -10,6 +10,9 @@ the run medians next to each other and their spread.
     python3 scripts/cuda_runs.py --from-json A.json B.json C.json    # no GPU needed
 
 The functions ``load_report`` and ``format_table`` are what the lesson calls on recorded JSON.
+After each run the program's JSON is re-written as a script record (``learning.report``): the
+same JSON as the record's ``data``, with the SHA-256 of the CUDA sources and of this script.
+``load_report`` reads either form.
 Exit status: 0 fine; 1 a run failed (a kernel failed its check, or the program crashed);
 2 bad arguments or a malformed report.
 """
@@ -32,6 +35,8 @@ DEFAULT_BINARY = CUDA_DIR / "build" / "softmax"
 DEFAULT_SHAPES = ("4096x4096", "1823x781")  # the square one, then an irregular one
 REPORT_FORMAT = "cuda-softmax/1"
 RUN_TIMEOUT_S = 300
+RECORD_KIND = "script-output"  # learning.report.records.RECORD_KIND: a record wraps the JSON
+CUDA_SOURCES = (CUDA_DIR / "softmax.cu", CUDA_DIR / "softmax_kernels.cuh", CUDA_DIR / "Makefile")
 
 
 class ReportError(ValueError):
@@ -51,7 +56,9 @@ def _is_number(value: object) -> bool:
 
 
 def load_report(path: str | Path) -> dict:
-    """Read one JSON written by ``softmax --output`` and check the fields the table needs."""
+    """Read one JSON written by ``softmax --output``, as the program wrote it or as a script
+    record of it (its ``data``, as ``learning.report.load_data`` reads it), and check the fields
+    the table needs."""
     path = Path(path)
     try:
         report = json.loads(path.read_text())
@@ -59,6 +66,8 @@ def load_report(path: str | Path) -> dict:
         raise ReportError(f"{path}: cannot read ({error.strerror})") from None
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    if isinstance(report, dict) and report.get("record") == RECORD_KIND:
+        report = report.get("data")
     _require(isinstance(report, dict), path, "expected a JSON object at the top")
     _require(
         report.get("format") == REPORT_FORMAT,
@@ -227,6 +236,19 @@ def run_program(binary: Path, shape: tuple[int, int], output: Path) -> tuple[int
     return completed.returncode, f"$ {' '.join(command)}\n{completed.stdout}{completed.stderr}"
 
 
+def write_run_record(
+    output: Path, report: dict, argv: Sequence[str] | None = None, say=print
+) -> Path:
+    """Re-write one run's JSON at ``output`` as a script record: ``report`` (the program's JSON)
+    as the data, fingerprinted with the CUDA sources and this script; atomic."""
+    scripts = str(Path(__file__).resolve().parent)
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)  # for _records
+    from _records import write_output  # imports learning only here: the rest is stdlib only
+
+    return write_output(output, __file__, report, argv=argv, extra_files=CUDA_SOURCES, say=say)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -253,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--log", type=Path, help="also write everything printed to this file")
     args = parser.parse_args(argv)
+    args.argv = None if argv is None else list(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
@@ -297,7 +320,9 @@ def _run_all(args: argparse.Namespace, say) -> int:
             if returncode != 0:
                 say(f"run {run} of {rows}x{cols} exited with status {returncode}; stopping")
                 return 1
-            reports.append(load_report(output))
+            report = load_report(output)
+            write_run_record(output, report, args.argv, say)
+            reports.append(report)
     say("")
     say(format_table(reports))
     return 0

@@ -87,7 +87,8 @@ def main(argv=None) -> int:
         print(f"{r['shape']:<18} {r['dtype']:<9} {r['kernel']:<11} {r['group_m']:>7} "
               f"{ms:>8} {tflops:>8}  {r['failure']}")  # fmt: skip
     write_json(args.output, {"environment": environment(), "rows": rows,
-                             "seconds": round(time.perf_counter() - started, 1)})  # fmt: skip
+                             "seconds": round(time.perf_counter() - started, 1)},
+               script=__file__, argv=argv)  # fmt: skip
     return 1 if any(r["failure"] for r in rows) else 0
 
 

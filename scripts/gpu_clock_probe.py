@@ -23,6 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+SCRIPTS = Path(__file__).resolve().parent
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
 
 CALLS_PER_GRAPH = 30
 CURVE_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
@@ -153,9 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     if args.output:
-        from learning.report import write_atomic
+        from _records import write_output
 
-        write_atomic(
+        write_output(
+            args.output,
+            __file__,
             {
                 "kernel": "torch.softmax 1024x1024 float16, CUDA graph of 30 calls",
                 "environment": environment("cuda"),
@@ -168,9 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                 "curve_buckets": buckets,
                 "after_burst": after_burst,
             },
-            args.output,
+            argv=argv,
         )
-        print(f"\nwrote {args.output}")
     return 0
 
 

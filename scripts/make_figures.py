@@ -14,6 +14,9 @@ What is drawn, from whichever of these files exist (a missing one is skipped wit
 * ``stability.json`` (scripts/benchmark_stability.py): ``h200-stability.png``, how far each
   case's Triton/eager ratio moved between identical sweeps, against the ±2 % / ±5 % targets.
 
+The two script outputs may be script records (``learning.report.write_record``): what is drawn
+is the record's ``data``; the file as a whole is what the figure's hash is taken of.
+
 Every figure names its source file, GPU and settings in its footer, and carries the source's
 SHA-256 in its PNG metadata: ``--check`` compares that hash with the file as it is now, which
 is reliable where modification times are not (a fresh clone gives every file the same age).
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -287,13 +289,20 @@ def expected_figures(source: Path) -> list[Path]:
         return ["h200-clock-probe.png"]
     if source.stem == STABILITY:
         return ["h200-stability.png"]
-    cases = json.loads(source.read_text()).get("cases") or []
+    cases = _load(source).get("cases") or []
     names = [f"h200-{source.stem}-ratios.png"]
     if any(not _is_gemm(case) for case in cases):
         names.append(f"h200-{source.stem}-bandwidth.png")
     if any(_is_gemm(case) for case in cases):
         names.append(f"h200-{source.stem}-tflops.png")
     return names
+
+
+def _load(source: Path) -> dict:
+    """A recorded file's data: a script record's ``data``, or the report as it is."""
+    from learning.report import load_data
+
+    return load_data(source)
 
 
 def recorded_source_hash(figure: Path) -> str | None:
@@ -310,7 +319,7 @@ def make(results: Path, out: Path) -> int:
             print(f"make_figures: {_display(source)}: not recorded yet, skipped")
             continue
         try:
-            written = draw(json.loads(source.read_text()), source, out)
+            written = draw(_load(source), source, out)
         except (ValueError, KeyError, TypeError) as error:
             print(f"make_figures: {_display(source)}: cannot draw it: {error}", file=sys.stderr)
             failed += 1

@@ -199,7 +199,7 @@ def main(argv=None) -> int:
         print(f"same fastest plan in every run at {payload['stability']['same_best_plan']} of "
               f"{payload['stability']['shapes']} shapes")  # fmt: skip
     print(f"{time.perf_counter() - started:.0f} s")
-    timing.write_json(args.output, payload)
+    timing.write_json(args.output, payload, script=__file__, argv=argv)
     return 0
 
 

@@ -206,7 +206,8 @@ def main(argv=None) -> int:
     add_ratios(rows)
     print_table(rows)
     write_json(args.output, {"environment": environment(), "rows": rows,
-                             "seconds": round(time.perf_counter() - started, 1)})  # fmt: skip
+                             "seconds": round(time.perf_counter() - started, 1)},
+               script=__file__, argv=argv)  # fmt: skip
     return 1 if any(r["failure"] and "Error" not in r["failure"] for r in rows) else 0
 
 

@@ -429,7 +429,7 @@ def main(argv=None) -> int:
     timing.write_json(args.output, {
         "script": "tune_rows.py", "environment": timing.environment(), "args": vars(args),
         "section_seconds": seconds, "rows": rows,
-    })  # fmt: skip
+    }, script=__file__, argv=argv)  # fmt: skip
     return 0
 
 

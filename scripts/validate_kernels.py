@@ -26,8 +26,6 @@ Usage, from the repository root:
 import argparse
 import functools
 import inspect
-import json
-import math
 import platform
 import sys
 import time
@@ -35,12 +33,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import learning  # noqa: E402,F401  (chooses compiled or interpreted Triton before it is imported)
 
 # isort: split
 import torch  # noqa: E402
 import triton  # noqa: E402
+from _records import write_output  # noqa: E402  (scripts/_records.py)
 
 from learning import ops  # noqa: E402
 from learning.correctness import compare_all, output_labels  # noqa: E402
@@ -398,23 +398,9 @@ def main(argv=None) -> int:
             "cases": rows, "compiles": compiles, "plan_sweep": sweeps,
             "note": "timings are CUDA-graph medians for tuning, not the course's benchmark",
         }  # fmt: skip
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        temporary = args.output.with_suffix(args.output.suffix + ".tmp")
-        temporary.write_text(json.dumps(_finite(report), indent=1, default=str))
-        temporary.replace(args.output)
-        print(f"wrote {args.output}")
+        # a script record (non-finite floats become null), written atomically once all is measured
+        write_output(args.output, __file__, report, argv=argv)
     return 1 if failed else 0
-
-
-def _finite(value):
-    """JSON has no NaN or Infinity: a non-finite float is written as null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",
-                                    "environment": timing.environment(), "rows": rows})  # fmt: skip
+                                    "environment": timing.environment(), "rows": rows},
+                      script=__file__, argv=argv)  # fmt: skip
     return 0
 
 

@@ -5,6 +5,10 @@ place that knows the format; ``kernel-bench`` writes reports through it, and the
 (``python -m learning.report validate|snapshot``) and the grader read them through it::
 
     problems = learning.report.validate(json.load(open(path)))   # [] when valid
+
+The companion measurement scripts write *script records* (``learning.report.records``): their
+own output inside an envelope with the same fingerprint and snapshots, checked by the same
+``validate``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from learning.report.fingerprint import (
     fingerprint,
     implementation_files,
 )
+from learning.report.records import is_record, load_data, make_record, write_record
 from learning.report.validate import (
     SCHEMA_VERSION,
     consistency_problems,
@@ -42,11 +47,15 @@ __all__ = [
     "fingerprint",
     "fingerprint_problems",
     "implementation_files",
+    "is_record",
+    "load_data",
+    "make_record",
     "load_schema",
     "schema_problems",
     "validate",
     "validate_file",
     "write_atomic",
+    "write_record",
 ]
 
 

@@ -2,7 +2,8 @@
 
 validate: exit 0 when every report is valid, 1 otherwise, with one line per problem.
 snapshot: preserve each fingerprinted source file under ``results/snapshots/`` and record it in
-the report's ``source_snapshots``, so that editing the file later keeps the report valid.
+the report's ``source_snapshots``, so that editing the file later keeps the report valid;
+``--from-git`` finds a file already edited in the commit history by its recorded hash.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ def _validate(paths: list[Path]) -> int:
     return 1 if invalid else 0
 
 
-def _snapshot(path: Path) -> int:
+def _snapshot(path: Path, from_git: bool = False) -> int:
     try:
         report = json.loads(path.read_text())
         files = report["fingerprint"]["files"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"{path}: cannot read a report's fingerprint: {error}", file=sys.stderr)
         return 1
-    snapshots, problems = create_snapshots(report, REPO_ROOT)
+    snapshots, problems = create_snapshots(report, REPO_ROOT, from_git=from_git)
     report["source_snapshots"] = snapshots
     write_atomic(report, path)
     for problem in problems:
@@ -53,10 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("reports", nargs="+", type=Path)
     keep = commands.add_parser("snapshot", help="preserve the source files a report measured")
     keep.add_argument("report", type=Path)
+    keep.add_argument(
+        "--from-git", action="store_true",
+        help="take a file changed since the run from the commit whose content has its hash",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.command == "validate":
         return _validate(args.reports)
-    return _snapshot(args.report)
+    return _snapshot(args.report, args.from_git)
 
 
 if __name__ == "__main__":

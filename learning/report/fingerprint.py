@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -114,13 +115,36 @@ def snapshot_name(path: str, digest: str) -> str:
     return f"{SNAPSHOT_DIR}/{digest[:16]}-{Path(path).name}"
 
 
+def git_blob_with_hash(path: str, digest: str, repo_root: Path = REPO_ROOT) -> bytes | None:
+    """The content of ``path`` in any commit of the history whose SHA-256 is ``digest``."""
+    try:
+        commits = subprocess.run(
+            ["git", "-C", str(repo_root), "log", "--format=%H", "--", path],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    for commit in commits:
+        shown = subprocess.run(
+            ["git", "-C", str(repo_root), "show", f"{commit}:{path}"], capture_output=True
+        )
+        if shown.returncode == 0 and hashlib.sha256(shown.stdout).hexdigest() == digest:
+            return shown.stdout
+    return None
+
+
 def create_snapshots(
-    report: dict, repo_root: Path = REPO_ROOT, paths: Iterable[str] | None = None
+    report: dict,
+    repo_root: Path = REPO_ROOT,
+    paths: Iterable[str] | None = None,
+    from_git: bool = False,
 ) -> tuple[dict[str, str], list[str]]:
     """Copy each fingerprinted file whose live content still has the recorded hash.
 
+    With ``from_git``, a file that changed since the run is taken from the first commit in its
+    history whose content has the recorded hash (the hash proves it is the measured source).
     Returns the report's new ``source_snapshots`` mapping and one line per file that could not
-    be preserved (its content changed since the run). The report itself is not modified.
+    be preserved. The report itself is not modified.
     """
     recorded: Mapping[str, str] = report.get("fingerprint", {}).get("files", {})
     snapshots = dict(report.get("source_snapshots") or {})
@@ -133,13 +157,19 @@ def create_snapshots(
         if path in snapshots:
             continue
         live = resolve_report_path(path, repo_root)
-        if not live.is_file() or sha256_file(live) != digest:
-            problems.append(f"{path}: changed since the run; the measured source is gone")
-            continue
         name = snapshot_name(path, digest)
         target = repo_root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists():
-            shutil.copyfile(live, target)
+        if live.is_file() and sha256_file(live) == digest:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                shutil.copyfile(live, target)
+        else:
+            blob = git_blob_with_hash(path, digest, repo_root) if from_git else None
+            if blob is None:
+                problems.append(f"{path}: changed since the run; the measured source is gone")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.write_bytes(blob)
         snapshots[path] = name
     return dict(sorted(snapshots.items())), problems

@@ -158,8 +158,36 @@ def consistency_problems(report: dict) -> list[str]:
     return problems
 
 
+def record_schema_problems(record: dict) -> list[str]:
+    """A script record (``learning.report.records``) against its own small schema."""
+    import jsonschema
+
+    from learning.report.records import RECORD_SCHEMA_PATH, RECORD_VERSION
+
+    if record.get("record_version") != RECORD_VERSION:
+        version = record.get("record_version")
+        return [f"unsupported record_version {version!r}; this validator reads {RECORD_VERSION}"]
+    schema = json.loads(RECORD_SCHEMA_PATH.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    return [
+        f"schema: {'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: "
+        f"{error.message}"
+        for error in validator.iter_errors(record)
+    ]
+
+
 def validate(report: object, repo_root: Path = REPO_ROOT) -> list[str]:
-    """Every problem with ``report`` (a loaded JSON object), one line each; [] when valid."""
+    """Every problem with ``report`` (a loaded JSON object), one line each; [] when valid.
+
+    A benchmark report (schema version 2) is checked for schema, fingerprints and figures; a
+    script record (``"record": "script-output"``) for its envelope and fingerprints (its data is
+    the script's own and has no figures to recompute).
+    """
+    from learning.report.records import is_record
+
+    if is_record(report):
+        problems = record_schema_problems(report)
+        return problems or fingerprint_problems(report, repo_root)
     problems = schema_problems(report)
     if problems:
         return problems

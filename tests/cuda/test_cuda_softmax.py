@@ -2,7 +2,9 @@
 
 A CPU machine can compile the program (when nvcc is installed) but never run it, so the run
 side is tested on a recorded-shape fixture: tests/cuda/fixtures/cuda-softmax-fixture.json holds
-made-up numbers in the program's JSON layout. It is a test input, not evidence.
+made-up numbers in the program's JSON layout. It is a test input, not evidence. It stays raw,
+as the program writes it; the script records cuda_runs.py writes after each run are made from it
+in the tests, and both forms must read the same.
 """
 
 from __future__ import annotations
@@ -97,6 +99,72 @@ def test_from_json_tabulates_runs_side_by_side(capsys):
     # the kernel that failed its check is shown as failed, never with a time
     assert rows["online"].split()[2:] == ["failed"] * 3
     assert "estimate, not a measurement" in table  # serial ran on 16 of 64 rows
+
+
+def _as_record(report: dict, path: Path) -> Path:
+    """``report`` wrapped as the script record cuda_runs.py writes after a run."""
+    from learning.report import write_record
+
+    return write_record(path, script=SCRIPT, data=report, argv=[])
+
+
+def test_a_record_reads_as_the_raw_json_it_wraps(tmp_path, capsys):
+    """Does --from-json tabulate a script record of a run exactly as the raw JSON it holds?"""
+    record = _as_record(json.loads(FIXTURE.read_text()), tmp_path / "run1.json")
+    assert cuda_runs.load_report(record) == cuda_runs.load_report(FIXTURE)
+    assert cuda_runs.main(["--from-json", str(FIXTURE), str(FIXTURE)]) == 0
+    raw_table = capsys.readouterr().out
+    assert cuda_runs.main(["--from-json", str(record), str(FIXTURE)]) == 0
+    assert capsys.readouterr().out == raw_table
+
+
+def test_a_record_of_a_malformed_report_is_rejected(tmp_path, capsys):
+    """Is what a record wraps checked like a raw report (exit 2, one line naming the fault)?"""
+    record = _as_record({**GOOD, "format": "kernel-bench/2"}, tmp_path / "bad.json")
+    assert cuda_runs.main(["--from-json", str(record)]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "format" in error and "bad.json" in error
+
+
+FAKE_PROGRAM = """#!{python}
+# Stands in for cuda/build/softmax: writes the FIXTURE (made-up numbers) to --output.
+import shutil, sys
+
+shutil.copyfile({fixture!r}, sys.argv[sys.argv.index("--output") + 1])
+print("FIXTURE program: no GPU was used")
+"""
+
+
+def test_each_run_is_rewritten_as_a_record_of_the_cuda_sources(tmp_path, capsys):
+    """After each run, is the program's JSON a script record (its data unchanged) that
+    fingerprints the CUDA sources and this script, and validates?"""
+    from learning.report import load_data, validate_file
+
+    program = tmp_path / "softmax"
+    program.write_text(FAKE_PROGRAM.format(python=sys.executable, fixture=str(FIXTURE)))
+    program.chmod(0o755)
+    out = tmp_path / "runs"
+    status = cuda_runs.main(
+        ["--binary", str(program), "--runs", "2", "--shape", "64x512", "--output-dir", str(out)]
+    )
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    runs = sorted(out.glob("cuda-softmax-64x512-run*.json"))
+    assert [path.name for path in runs] == [
+        "cuda-softmax-64x512-run1.json",
+        "cuda-softmax-64x512-run2.json",
+    ]
+    for path in runs:
+        record = json.loads(path.read_text())
+        assert record["record"] == "script-output" and record["script"] == "scripts/cuda_runs.py"
+        files = record["fingerprint"]["files"]
+        for name in ("cuda/softmax.cu", "cuda/softmax_kernels.cuh", "cuda/Makefile",
+                     "scripts/cuda_runs.py", "scripts/_records.py"):  # fmt: skip
+            assert name in files, f"{name} missing from {sorted(files)}"
+        assert load_data(path) == GOOD
+        assert validate_file(path) == []
+        assert f"wrote {path}" in printed
+    assert "2 run(s)" in printed
 
 
 def test_spread_is_relative_to_the_fastest_run():

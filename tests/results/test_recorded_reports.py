@@ -1,4 +1,5 @@
-"""Does every recorded kernel-bench report still describe the code in this repository?"""
+"""Does every recorded output (kernel-bench reports and script records) still describe the code
+in this repository?"""
 
 import json
 from pathlib import Path
@@ -8,11 +9,8 @@ import pytest
 from learning import report
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
-REPORTS = sorted(
-    path
-    for path in RESULTS.glob("h200/*.json")
-    if "schema_version" in json.loads(path.read_text())
-)
+RECORDED = sorted(RESULTS.glob("h200/*.json"))
+REPORTS = [path for path in RECORDED if "schema_version" in json.loads(path.read_text())]
 
 
 def test_the_recorded_evidence_is_there():
@@ -23,9 +21,10 @@ def test_the_recorded_evidence_is_there():
     assert expected <= names, f"missing: {sorted(expected - names)}"
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=lambda path: path.name)
-def test_recorded_report_validates(path):
-    """Schema, fingerprints (or snapshots) and internal consistency all hold?"""
+@pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.name)
+def test_recorded_output_validates(path):
+    """Every JSON under results/h200/ is a report or a script record whose schema, fingerprints
+    (or snapshots) and, for reports, internal consistency all hold?"""
     problems = report.validate(json.loads(path.read_text()), RESULTS.parent)
     assert problems == [], "\n".join(problems)
 

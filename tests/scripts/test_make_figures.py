@@ -221,6 +221,26 @@ def test_every_recorded_run_gets_its_figures(recorded: Path, tmp_path: Path, cap
         assert len(lines) == 1 and "skipped" in lines[0], printed
 
 
+def test_script_records_are_drawn_from_their_data(recorded: Path, tmp_path: Path):
+    """Are clock-probe.json and stability.json drawn when they are script records, and is the
+    figure's hash that of the record file as it is?"""
+    from learning.report import write_record
+
+    for name, script, data in (
+        ("clock-probe", "gpu_clock_probe.py", fixture_clock_probe()),
+        ("stability", "benchmark_stability.py", fixture_stability()),
+    ):
+        write_record(recorded / f"{name}.json", script=ROOT / "scripts" / script, data=data)
+    figures = tmp_path / "figures"
+    arguments = ["--results", str(recorded), "--figures", str(figures)]
+    assert make_figures.main(arguments) == 0
+    assert {path.name for path in figures.iterdir()} == EXPECTED
+    assert make_figures.recorded_source_hash(figures / "h200-stability.png") == (
+        make_figures.sha256(recorded / "stability.json")
+    )
+    assert make_figures.main([*arguments, "--check"]) == 0
+
+
 def test_the_same_data_draws_the_same_bytes(recorded: Path, tmp_path: Path):
     """Does redrawing unchanged data leave the PNG files byte for byte the same?"""
     first, second = tmp_path / "first", tmp_path / "second"
