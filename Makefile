@@ -1,7 +1,7 @@
 # Two commands do all of the set-up (see README):
 #   make course   create .venv if missing, then grade the measurement exercise against the
 #                 reference and write a small CPU kernel-bench report under results/local/
-#   make test     create .venv if missing, then run the whole test suite
+#   make test     create .venv if missing, then lint and run the whole test suite
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -24,6 +24,7 @@ course: $(STAMP)
 	$(BIN)/kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+
 class Spread(NamedTuple):
     """How a set of timing samples spreads: report all three, never one alone."""
 

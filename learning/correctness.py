@@ -49,7 +49,9 @@ def compare(
     if type(actual) is not torch.Tensor:
         kind = type(actual).__name__
         if isinstance(actual, torch.Tensor):
-            return Verdict(False, f"{label} is a tensor subclass ({kind}); return a plain torch.Tensor")
+            return Verdict(
+                False, f"{label} is a tensor subclass ({kind}); return a plain torch.Tensor"
+            )
         return Verdict(False, f"{label} is a {kind}, not a torch.Tensor")
     if tuple(actual.shape) != tuple(expected.shape):
         return Verdict(

@@ -86,7 +86,8 @@ def _row_inputs(shape: Shape, dtype: torch.dtype, seed: int, device) -> Inputs:
 
 def _add_inputs(shape: Shape, dtype: torch.dtype, seed: int, device) -> Inputs:
     generator = _generator(seed, device)
-    return {"x": _randn(shape, dtype, generator, device), "y": _randn(shape, dtype, generator, device)}
+    x = _randn(shape, dtype, generator, device)
+    return {"x": x, "y": _randn(shape, dtype, generator, device)}
 
 
 def _rmsnorm_inputs(shape: Shape, dtype: torch.dtype, seed: int, device) -> Inputs:
@@ -351,7 +352,11 @@ _GEMM_SHAPES: tuple[Shape, ...] = (
 )
 _GEMM_CPU_SHAPES: tuple[Shape, ...] = ((64, 64, 64), (75, 93, 61))
 _TRAIN_ROW_SHAPES: tuple[Shape, ...] = ((1024, 1024), (16384, 4096), (4096, 32768), (1823, 781))
-_TRAIN_GEMM_SHAPES: tuple[Shape, ...] = ((4096, 4096, 4096), (16384, 1024, 1024), (3000, 1999, 1023))
+_TRAIN_GEMM_SHAPES: tuple[Shape, ...] = (
+    (4096, 4096, 4096),
+    (16384, 1024, 1024),
+    (3000, 1999, 1023),
+)
 
 _ROWS = ("M", "N")
 _GEMM = ("M", "N", "K")
@@ -396,7 +401,8 @@ def _specs() -> dict[str, OpSpec]:
         ),
         OpSpec(
             name="rmsnorm",
-            summary="residual RMSNorm, FP32 semantics: h = x + residual; y = h*rsqrt(mean(h^2)+eps)*w",
+            summary="residual RMSNorm, FP32 semantics: "
+            "h = x + residual; y = h*rsqrt(mean(h^2)+eps)*w",
             **row, **forward,
             module="kernels.rmsnorm", function="rmsnorm", make_inputs=_rmsnorm_inputs,
             oracle=_oracle_rmsnorm, baselines=_RMSNORM_BASELINES,

@@ -71,7 +71,9 @@ def fingerprint_problems(report: dict, repo_root: Path = REPO_ROOT) -> list[str]
         if path in snapshots:
             copy = (repo_root / snapshots[path]).resolve()
             if not copy.is_relative_to((repo_root / "results" / "snapshots").resolve()):
-                problems.append(f"{path}: its snapshot {snapshots[path]} is outside results/snapshots/")
+                problems.append(
+                    f"{path}: its snapshot {snapshots[path]} is outside results/snapshots/"
+                )
             elif not copy.is_file():
                 problems.append(f"{path}: its snapshot {snapshots[path]} is missing")
             elif sha256_file(copy) != digest:
