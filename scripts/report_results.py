@@ -158,8 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         print(f"report_results: cannot read {args.report}: {error}", file=sys.stderr)
         return 2
-    from learning.report import validate
+    from learning.report import schema_problems, validate
 
+    structural = schema_problems(report)
+    if structural:
+        print(f"report_results: {args.report} is not a kernel-bench report: {structural[0]}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    for path in (args.output, args.plot, args.records):
+        if path is not None and not path.parent.is_dir():
+            print(f"report_results: {path}: directory {path.parent} does not exist",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     problems = validate(report)
     for problem in problems:
         print(f"report_results: {args.report}: {problem}", file=sys.stderr)

@@ -329,9 +329,15 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     ops.numerics_policy()
     specs = []
-    for name in filter(None, args.ops.split(",")):
-        specs += [s for s in ops.resolve(name.strip()) if s not in specs]
-    chosen_dtypes = [ops.dtype_from_name(d.strip()) for d in args.dtypes.split(",") if d.strip()]
+    try:
+        for name in filter(None, args.ops.split(",")):
+            specs += [s for s in ops.resolve(name.strip()) if s not in specs]
+        chosen_dtypes = [
+            ops.dtype_from_name(d.strip()) for d in args.dtypes.split(",") if d.strip()
+        ]
+    except ValueError as error:
+        print(f"validate_kernels: {error}", file=sys.stderr)
+        return 2
     device = default_device()
     on_gpu = backend() == "cuda"
     print(f"backend: {backend()}  device: {device}  torch {torch.__version__}  "

@@ -1,0 +1,39 @@
+"""Do the maintainers' scripts answer bad input with one line and exit 2, writing nothing?"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def _run(script, *args):
+    return subprocess.run([sys.executable, str(SCRIPTS / script), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def _one_line_exit_2(result, prefix):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith(prefix)
+
+
+def test_report_results_rejects_what_is_not_a_report(tmp_path):
+    """A JSON that is no kernel-bench report, or an output in a missing folder: no file."""
+    not_a_report = tmp_path / "x.json"
+    not_a_report.write_text(json.dumps({"rows": []}))
+    output = tmp_path / "out.md"
+    _one_line_exit_2(_run("report_results.py", not_a_report, "--output", output),
+                     "report_results: ")  # fmt: skip
+    assert not output.exists()
+    report = SCRIPTS.parent / "results" / "h200" / "softmax-compiled.json"
+    missing = tmp_path / "missing" / "out.md"
+    _one_line_exit_2(_run("report_results.py", report, "--output", missing), "report_results: ")
+
+
+def test_validate_kernels_rejects_an_unknown_op_or_dtype():
+    _one_line_exit_2(_run("validate_kernels.py", "--ops", "nope"), "validate_kernels: ")
+    _one_line_exit_2(_run("validate_kernels.py", "--ops", "add", "--dtypes", "int8"),
+                     "validate_kernels: ")  # fmt: skip
