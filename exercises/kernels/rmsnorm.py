@@ -54,7 +54,7 @@ import triton
 import triton.language as tl
 
 from learning.runtime import interpreting
-from reference.kernels.row_plan import (
+from .row_plan import (
     RowPlan,
     check_device,
     check_dtype,

@@ -259,6 +259,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.kernels: list[str] = []
+        self.modules: list[str] = []  # the module that defines each launched kernel
         self._originals: dict[type, Any] = {}
 
     def __enter__(self) -> LaunchCounter:
@@ -278,6 +279,8 @@ class LaunchCounter:
         def run(self, *args, **kwargs):
             if not kwargs.get("warmup", False):
                 counter.kernels.append(getattr(self, "__name__", "kernel"))
+                function = getattr(self, "fn", None)
+                counter.modules.append(getattr(function, "__module__", None) or "?")
             return original(self, *args, **kwargs)
 
         return run

@@ -118,6 +118,16 @@ def run(exercise: str, impl: str = "exercises") -> list[CheckResult]:
         for (name, passed, message), share in zip(checks + properties, shares, strict=True):
             results.append(CheckResult(name, passed, share / 2, message))
     tampered = sorted({name for grader in graders for name in grader.tampered})
+    not_own = next((g.faults["triton"] for g in graders if "triton" in g.faults), None)
+    if not_own and not tampered:
+        # A PyTorch fallback or someone else's kernel earns nothing, not just one property.
+        verdict = f"not graded: the result did not come from your own Triton kernel.\n{not_own}"
+        results = [
+            CheckResult(r.name, False, r.max_points, f"{verdict}\n{r.message}".rstrip())
+            if not r.passed
+            else CheckResult(r.name, False, r.max_points, verdict)
+            for r in results
+        ]
     if tampered:
         verdict = (
             f"not graded: the implementation modified {', '.join(tampered)} (put back by the "
@@ -320,6 +330,14 @@ class _SpecGrader:
                 "triton",
                 f"{context}\nno Triton kernel ran: the result came from PyTorch. "
                 "Launch your @triton.jit kernel (kernel[grid](...)) and return what it stored",
+            )
+        elif not any(module.startswith(f"{self.impl}.") for module in launches.modules):
+            borrowed = sorted(set(launches.modules))
+            self.faults.setdefault(
+                "triton",
+                f"{context}\nthe Triton kernels that ran are defined in {', '.join(borrowed)}, "
+                f"not in your {self.impl} package: the result came from someone else's kernel. "
+                "Launch the @triton.jit kernel written in your own file",
             )
         return _Call(outputs, at_return, guarded, trap, launches.kernels)
 

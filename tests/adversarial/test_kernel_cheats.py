@@ -148,6 +148,17 @@ CHEATS = {
         "softmax runs a Triton kernel",
         "no Triton kernel ran: the result came from PyTorch",
     ),
+    "borrows_the_reference": (
+        """
+        from reference.kernels.softmax import softmax as reference_softmax
+
+
+        def softmax(x):
+            return reference_softmax(x)  # a correct Triton kernel, but not the learner's
+        """,
+        "softmax runs a Triton kernel",
+        "are defined in reference.kernels.softmax, not in your",
+    ),
     "silently_half_precision": (
         """
         def softmax(x):
@@ -310,6 +321,15 @@ def test_cheat_is_rejected_with_the_fault_named(cheat, tmp_path, monkeypatch):
     assert not results[check].passed, results[check]
     assert fault in results[check].message, results[check].message
     assert sum(r.earned for r in results.values()) < kernels.points_for("softmax")
+
+
+@pytest.mark.parametrize("cheat", ["pytorch_fallback", "borrows_the_reference"])
+def test_a_result_from_another_kernel_earns_nothing(cheat, tmp_path, monkeypatch):
+    """PyTorch's result, or the reference's kernel, scores zero, not just minus one property?"""
+    body, _, fault = CHEATS[cheat]
+    results = kernels.run("softmax", make_cheat(tmp_path, monkeypatch, body))
+    assert sum(r.earned for r in results) == 0
+    assert all(r.message.startswith("not graded: ") and fault in r.message for r in results)
 
 
 def test_half_precision_fails_on_the_tolerance_not_on_shape_or_dtype(tmp_path, monkeypatch):
