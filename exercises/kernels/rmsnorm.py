@@ -54,6 +54,7 @@ import triton
 import triton.language as tl
 
 from learning.runtime import interpreting
+
 from .row_plan import (
     RowPlan,
     check_device,
