@@ -31,7 +31,7 @@ import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects 
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
-from learning.correctness import compare  # noqa: E402
+from learning.correctness import compare, compare_all  # noqa: E402
 from reference.kernels.row_plan import RowPlan, choose_row_plan, next_power_of_two  # noqa: E402
 
 ROW_COUNTS = (1024, 8192, 65536)
@@ -94,6 +94,60 @@ def launcher(op: str, x: torch.Tensor):
             3 * x.numel() * x.element_size())  # fmt: skip
 
 
+def time_plans(launch, expected, tolerance, dtype, plans, rep_ms: int) -> list[dict]:
+    """Check each plan's output against the oracle, then time it: ``{"plan", "ms"}`` per plan,
+    or ``{"plan", "error"}`` when it failed the check or raised (out of resources, say).
+    ``expected`` is one tensor, or a tuple of them when ``launch`` returns a tuple."""
+    timings = []
+    for plan in plans:
+        entry = {"plan": asdict(plan)}
+        try:
+            reason = oracle_reason(launch(plan=plan), expected, tolerance, dtype)
+            if not reason:
+                entry["ms"] = timing.graph_ms(functools.partial(launch, plan=plan), rep_ms)
+            else:
+                entry["error"] = reason[:200]
+        except Exception as error:  # out of resources, say
+            entry["error"] = repr(error)[:200]
+        timings.append(entry)
+    return timings
+
+
+def oracle_reason(output, expected, tolerance, dtype) -> str:
+    """Why ``output`` fails the float64 oracle ``expected`` (tuples element by element), or ""."""
+    if isinstance(expected, tuple):
+        labels = [f"output {i}" for i in range(len(expected))]
+        verdicts = compare_all(tuple(output), expected, tolerance, dtype=dtype, labels=labels)
+    else:
+        verdicts = [compare(output, expected, tolerance, dtype=dtype)]
+    return "; ".join(v.reason for v in verdicts if not v.passed)
+
+
+def shape_result(op, shape, dtype, chosen: RowPlan, timings: list[dict], logical_bytes) -> dict:
+    """One shape's row: the rule's plan and time, the fastest plan, ``chosen / best``, TB/s."""
+    timed = [t for t in timings if "ms" in t]
+    best = min(timed, key=lambda t: t["ms"]) if timed else None
+    chosen_ms = next((t["ms"] for t in timed if t["plan"] == asdict(chosen)), None)
+    return {
+        "op": op, "shape": f"{shape[0]}x{shape[1]}", "dtype": ops.dtype_name(dtype),
+        "chosen": asdict(chosen), "chosen_ms": chosen_ms,
+        "best": best["plan"] if best else None, "best_ms": best["ms"] if best else None,
+        "chosen_over_best": chosen_ms / best["ms"] if best and chosen_ms else None,
+        "chosen_tbps": timing.terabytes_per_second(logical_bytes, chosen_ms),
+        "best_tbps": timing.terabytes_per_second(logical_bytes, best["ms"] if best else None),
+        "timings": timings,
+    }  # fmt: skip
+
+
+def shape_line(row: dict) -> str:
+    return (
+        f"  {row['op']:12s} {row['shape']:>12s}  chosen {plan_text(row['chosen'])} "
+        f"{timing.fmt(row['chosen_ms'])} ms  best {plan_text(row['best'])} "
+        f"{timing.fmt(row['best_ms'])} ms ({timing.fmt(row['best_tbps'], '.2f')} TB/s)  "
+        f"loss x{timing.fmt(row['chosen_over_best'], '.3f')}"
+    )
+
+
 def run_grid(op: str, dtype: torch.dtype, seed: int, rep_ms: int) -> list[dict]:
     passes, live_rows = OPS[op]
     element_size = torch.empty((), dtype=dtype).element_size()
@@ -103,37 +157,9 @@ def run_grid(op: str, dtype: torch.dtype, seed: int, rep_ms: int) -> list[dict]:
         x = torch.randn(shape, device="cuda", generator=generator).to(dtype)
         launch, expected, tolerance, logical_bytes = launcher(op, x)
         chosen, plans = candidate_plans(shape[1], element_size, passes, live_rows)
-        timings = []
-        for plan in plans:
-            entry = {"plan": asdict(plan)}
-            try:
-                verdict = compare(launch(plan=plan), expected, tolerance, dtype=dtype)
-                if verdict.passed:
-                    entry["ms"] = timing.graph_ms(functools.partial(launch, plan=plan), rep_ms)
-                else:
-                    entry["error"] = verdict.reason[:200]
-            except Exception as error:  # out of resources, say
-                entry["error"] = repr(error)[:200]
-            timings.append(entry)
-        timed = [t for t in timings if "ms" in t]
-        best = min(timed, key=lambda t: t["ms"]) if timed else None
-        chosen_ms = next((t["ms"] for t in timed if t["plan"] == asdict(chosen)), None)
-        row = {
-            "op": op, "shape": f"{shape[0]}x{shape[1]}", "dtype": ops.dtype_name(dtype),
-            "chosen": asdict(chosen), "chosen_ms": chosen_ms,
-            "best": best["plan"] if best else None, "best_ms": best["ms"] if best else None,
-            "chosen_over_best": chosen_ms / best["ms"] if best and chosen_ms else None,
-            "chosen_tbps": timing.terabytes_per_second(logical_bytes, chosen_ms),
-            "best_tbps": timing.terabytes_per_second(logical_bytes, best["ms"] if best else None),
-            "timings": timings,
-        }  # fmt: skip
-        print(
-            f"  {op:12s} {row['shape']:>12s}  chosen {plan_text(row['chosen'])} "
-            f"{timing.fmt(chosen_ms)} ms  best {plan_text(row['best'])} "
-            f"{timing.fmt(row['best_ms'])} ms ({timing.fmt(row['best_tbps'], '.2f')} TB/s)  "
-            f"loss x{timing.fmt(row['chosen_over_best'], '.3f')}",
-            flush=True,
-        )
+        timings = time_plans(launch, expected, tolerance, dtype, plans, rep_ms)
+        row = shape_result(op, shape, dtype, chosen, timings, logical_bytes)
+        print(shape_line(row), flush=True)
         results.append(row)
     return results
 
