@@ -3,11 +3,14 @@
 #   scripts/h200_evidence.sh sweeps  OUTDIR   all, all-cold, gemm-bf16, softmax-compiled,
 #                                             softmax-events, clock probe, cold host-delay proof
 #   scripts/h200_evidence.sh training OUTDIR  training, gemm-train, norm-compiled, validation
+#   scripts/h200_evidence.sh explore OUTDIR   the GPU-only tests (fast launcher, L2-residency
+#                                             cheat), read vs write flush, softmax variants,
+#                                             row-plan grids, wrapper overhead, tolerance probe
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-part=${1:?usage: h200_evidence.sh sweeps|training OUTDIR}
-out=${2:?usage: h200_evidence.sh sweeps|training OUTDIR}
+part=${1:?usage: h200_evidence.sh sweeps|training|explore OUTDIR}
+out=${2:?usage: h200_evidence.sh sweeps|training|explore OUTDIR}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 bench() { python3 -m learning.bench "$@"; }
@@ -41,6 +44,22 @@ training)
     step norm-compiled bench --op rmsnorm --dtype float16 --compile --output "$out/norm-compiled.json"
     step validate-kernels python3 scripts/validate_kernels.py --no-timing \
         --output "$out/validate-kernels.json"
+    ;;
+explore)
+    step gpu-tests python3 -m pytest -q -s -p no:cacheprovider tests/reference/test_launch.py \
+        tests/adversarial/test_l2_residency.py
+    for flush in read write; do
+        step "all-cold-flush-$flush" bench --op all --dtype float16 --cache cold --flush $flush \
+            --output "$out/all-cold-flush-$flush.json"
+    done
+    step wrapper-overhead python3 scripts/wrapper_overhead.py --output "$out/wrapper-overhead.json"
+    step tune-softmax python3 scripts/tune_rows.py --sections softmax --no-cold \
+        --output "$out/tune-softmax.json"
+    for op in softmax sum softmax_bwd; do
+        step "row-plan-grid-$op" python3 scripts/row_plan_grid.py --op $op \
+            --output "$out/row-plan-grid-$op.json"
+    done
+    step tolerance-probe python3 scripts/tolerance_probe.py --output "$out/tolerance-probe.json"
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

@@ -46,7 +46,7 @@ from reference.kernels import reductions, rmsnorm, softmax  # noqa: E402
 from reference.kernels.row_plan import RowPlan, choose_row_plan  # noqa: E402
 
 SECTIONS = ("add", "rmsnorm", "softmax", "sum")
-LOG2E = 1.4426950408889634
+LOG2E = tl.constexpr(1.4426950408889634)  # a global a kernel reads must be constexpr
 
 
 # --------------------------------------------------------------------------- kernel variants
@@ -94,6 +94,8 @@ def _softmax_fwd_variant(
     N: tl.constexpr, BLOCK: tl.constexpr, ROWS: tl.constexpr,
     RECOMPUTE: tl.constexpr,  # keep x in its storage dtype; compute exp twice, keep no fp32 tile
     STAGES: tl.constexpr,  # persistent loop over row blocks, pipelined this deep
+    EVICT_FIRST: tl.constexpr = False,  # load x with the evict_first hint
+    EXP2: tl.constexpr = False,  # exp as exp2 of a pre-scaled argument (fp32 tile only)
 ):  # fmt: skip
     """The whole-row softmax forward, persistent; RECOMPUTE halves the registers a row needs."""
     cols = tl.arange(0, BLOCK)
@@ -102,8 +104,11 @@ def _softmax_fwd_variant(
     for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=STAGES):
         rows = block * ROWS + tl.arange(0, ROWS)
         read_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
-        x = tl.load(x_ptr + read_rows[:, None] * x_row_stride + cols[None, :], mask=col_mask,
-                    other=float("-inf"))
+        x_ptrs = x_ptr + read_rows[:, None] * x_row_stride + cols[None, :]
+        if EVICT_FIRST:
+            x = tl.load(x_ptrs, mask=col_mask, other=float("-inf"), eviction_policy="evict_first")
+        else:
+            x = tl.load(x_ptrs, mask=col_mask, other=float("-inf"))
         if RECOMPUTE:
             # max in the storage dtype (exact); two differently written exp2s, so the compiler
             # cannot merge them into one fp32 tile that stays live across the sum
@@ -112,7 +117,10 @@ def _softmax_fwd_variant(
             y = tl.exp2(x.to(tl.float32) * LOG2E - row_max * LOG2E) * (1.0 / total)[:, None]
         else:
             xf = x.to(tl.float32)
-            numerator = tl.exp(xf - tl.max(xf, axis=1)[:, None])
+            if EXP2:
+                numerator = tl.exp2((xf - tl.max(xf, axis=1)[:, None]) * LOG2E)
+            else:
+                numerator = tl.exp(xf - tl.max(xf, axis=1)[:, None])
             y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]
         tl.store(y_ptr + rows.to(tl.int64)[:, None] * y_row_stride + cols[None, :],
                  y.to(y_ptr.dtype.element_ty), mask=(rows < n_rows)[:, None] & col_mask)
@@ -145,13 +153,14 @@ def rmsnorm_plan(x, residual, weight, eps, *, plan: RowPlan):
     return rmsnorm.rmsnorm_fwd(x, residual, weight, eps, plan=plan)[0]
 
 
-def softmax_variant(x, *, plan: RowPlan, recompute=True, stages=1, programs_per_sm=None):
+def softmax_variant(x, *, plan: RowPlan, recompute=True, stages=1, programs_per_sm=None,
+                    evict_first=False, exp2=False):  # fmt: skip
     n_rows, n_cols = x.shape
     y = torch.empty_like(x)
     _softmax_fwd_variant[_persistent_grid(n_rows, plan.rows_per_program, programs_per_sm)](
         x, y, n_rows, x.stride(0), y.stride(0), N=n_cols, BLOCK=plan.block_cols,
         ROWS=plan.rows_per_program, RECOMPUTE=recompute, STAGES=stages,
-        num_warps=plan.num_warps,
+        EVICT_FIRST=evict_first, EXP2=exp2, num_warps=plan.num_warps,
     )  # fmt: skip
     return y
 
@@ -339,6 +348,20 @@ def section_softmax(args) -> Section:
                     ("recompute persistent 2/SM 2 stages", dict(programs_per_sm=2, stages=2)),
                     ("fp32 tile persistent 2/SM 2 stages",
                      dict(recompute=False, programs_per_sm=2, stages=2)),
+                ):  # fmt: skip
+                    call = functools.partial(softmax_variant, x, plan=plan, **knobs)
+                    candidates.append((f"variant {name} w{warps}", call))
+        if shape == (16384, 4096):  # the 4.10 TB/s target: the one-row-per-program kernel's knobs
+            for warps in (4, 8):
+                plan = replace(chosen, num_warps=warps)
+                for name, knobs in (
+                    ("fp32 tile", dict(recompute=False)),
+                    ("fp32 tile, evict_first", dict(recompute=False, evict_first=True)),
+                    ("fp32 tile, exp2", dict(recompute=False, exp2=True)),
+                    ("fp32 tile, exp2, evict_first",
+                     dict(recompute=False, exp2=True, evict_first=True)),
+                    ("fp32 tile persistent 8/SM 2 stages",
+                     dict(recompute=False, programs_per_sm=8, stages=2)),
                 ):  # fmt: skip
                     call = functools.partial(softmax_variant, x, plan=plan, **knobs)
                     candidates.append((f"variant {name} w{warps}", call))

@@ -7,8 +7,12 @@ the plan, Triton's launcher binding its arguments) can take as long. This script
 wrapper many times in a row with no graph, syncs, and divides the host clock by the count
 (the GPU queue absorbs the kernels; if the GPU were the bottleneck, every row would show the
 kernel time instead, so the kernel-only graph time is printed too). Candidates:
-``torch.softmax``; the reference ``softmax`` (checks, cached plan, ``kernel[grid](...)``);
-the same kernel through a ``torch.library`` custom op; ``torch.compile`` of ``torch.softmax``.
+``torch.softmax``; the reference ``softmax`` (checks, cached plan, the fast launcher of
+``reference/kernels/launch.py``); the same kernel through a ``torch.library`` custom op;
+``torch.compile`` of ``torch.softmax``. Three rows take the reference wrapper apart: its work
+before the launch alone (checks, plan, output allocation), Triton's own launch path
+``kernel[grid](...)`` with everything precomputed, and the fast launcher with everything
+precomputed.
 
 Target: the reference wrapper costs no more host time per call than ``torch.softmax`` while
 still validating its inputs.
@@ -49,6 +53,33 @@ def custom_op():
     return library_softmax
 
 
+def parts(x: torch.Tensor) -> list[tuple[str, object]]:
+    """The reference wrapper taken apart: its setup, and each launch path on its own."""
+    from reference.kernels.launch import FastLauncher
+    from reference.kernels.row_plan import check_rows, choose_row_plan
+
+    n_rows, n_cols = x.shape
+    plan = choose_row_plan(n_rows, n_cols, x.element_size(), passes=2)
+    y = torch.empty_like(x)
+    kernel = softmax._softmax_fwd_kernel
+    grid = plan.grid(n_rows)
+    args = (x, y, n_rows, x.stride(0), y.stride(0))
+    constexprs = {"N": n_cols, "BLOCK": plan.block_cols, "ROWS": plan.rows_per_program}
+    options = {"num_warps": plan.num_warps, "num_stages": plan.num_stages}
+    fast = FastLauncher(kernel)
+
+    def setup():
+        rows, cols = check_rows(x, "softmax")
+        choose_row_plan(rows, cols, x.element_size(), passes=2)
+        torch.empty((rows, cols), dtype=x.dtype, device=x.device)
+
+    return [
+        ("setup only (no launch)", setup),
+        ("kernel[grid] (Triton's path)", lambda: kernel[grid](*args, **constexprs, **options)),
+        ("fast launcher alone", lambda: fast(grid, args, constexprs, **options)),
+    ]
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here")
@@ -64,7 +95,7 @@ def main(argv=None) -> int:
     timing.warm_gpu()
     library_softmax = custom_op()
     rows = []
-    print(f"{'shape':>10s}  {'wrapper':28s} {'host us/call':>12s} {'graph us':>9s}")
+    print(f"{'shape':>10s}  {'wrapper':30s} {'host us/call':>12s} {'graph us':>9s}")
     for shape in SHAPES:
         x = ops.get("softmax").inputs(shape, torch.float16, 0, "cuda")["x"]
         candidates = [
@@ -72,6 +103,7 @@ def main(argv=None) -> int:
             ("reference softmax", functools.partial(softmax.softmax, x)),
             ("reference softmax_fwd", functools.partial(softmax.softmax_fwd, x)),
             ("torch.library custom op", functools.partial(library_softmax, x)),
+            *parts(x),
         ]
         if not args.no_compile:
             compiled = timing.fresh_compile(lambda t: torch.softmax(t, dim=-1))
@@ -81,7 +113,7 @@ def main(argv=None) -> int:
             graph_us = timing.graph_ms(call) * 1e3
             rows.append({"shape": f"{shape[0]}x{shape[1]}", "wrapper": name,
                          "host_us_per_call": host_us, "graph_us": graph_us})  # fmt: skip
-            print(f"{rows[-1]['shape']:>10s}  {name:28s} {host_us:12.2f} {graph_us:9.2f}")
+            print(f"{rows[-1]['shape']:>10s}  {name:30s} {host_us:12.2f} {graph_us:9.2f}")
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",

@@ -180,11 +180,18 @@ def check_dtype(x: torch.Tensor, op: str, name: str = "x") -> None:
         raise TypeError(f"{op}: {name} has dtype {got}; supported: {supported}")
 
 
-def check_device(x: torch.Tensor, op: str, name: str = "x") -> None:
-    """Kernels run on CUDA when compiled and on the CPU under the interpreter."""
+@functools.cache
+def kernel_device() -> str:
+    """``cuda`` when kernels are compiled, ``cpu`` under the interpreter: fixed for a process,
+    since Triton reads ``TRITON_INTERPRET`` once, when it is imported."""
     from learning.runtime import default_device
 
-    expected = default_device()
+    return default_device()
+
+
+def check_device(x: torch.Tensor, op: str, name: str = "x") -> None:
+    """Kernels run on CUDA when compiled and on the CPU under the interpreter."""
+    expected = kernel_device()
     if x.device.type != expected:
         raise ValueError(f"{op}: {name} is on {x.device}; the kernels run on {expected} here")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from learning.bench.config import (
     CACHES,
     DEVICES,
+    FLUSHES,
     HOST_DELAY_ENV,
     IMPLS,
     TIMINGS,
@@ -69,6 +70,13 @@ def parser() -> argparse.ArgumentParser:
         "--cache", choices=CACHES, default="warm", help="cold: flush the L2 before each call"
     )
     p.add_argument(
+        "--flush",
+        choices=FLUSHES,
+        default="read",
+        help="cold cache: read a buffer of twice the L2 (default; evicts with clean lines) or "
+        "write one (leaves the L2 full of dirty lines the timed call must write back)",
+    )
+    p.add_argument(
         "--timing",
         choices=TIMINGS,
         default="graph",
@@ -106,6 +114,7 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         dtype=args.dtype,
         compile=args.compile,
         cache=args.cache,
+        flush=args.flush,
         timing=args.timing,
         samples=args.samples,
         visits=args.visits,

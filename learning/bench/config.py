@@ -15,6 +15,7 @@ from learning import ops, runtime
 
 TIMINGS = ("graph", "events")
 CACHES = ("warm", "cold")
+FLUSHES = ("read", "write")  # how a cold-cache flush evicts the L2 (see timers.make_flush)
 IMPLS = ("reference", "learner")
 DEVICES = ("auto", "cuda", "cpu")
 HOST_DELAY_ENV = "KERNEL_BENCH_HOST_DELAY_US"
@@ -38,6 +39,7 @@ class BenchConfig:
     dtype: str | None = None  # None: every dtype the op supports
     compile: bool = False  # add Inductor's version of the first PyTorch baseline
     cache: str = "warm"  # "cold": flush the L2 before every timed call
+    flush: str = "read"  # cold cache: "read" leaves clean lines, "write" dirty ones
     timing: str = "graph"  # "graph" (CUDA graph replay) or "events" (dispatch-sensitive)
     samples: int = 9  # per variant and case; a multiple of visits
     visits: int = 3  # times each case is visited, in a seeded random order
@@ -156,6 +158,7 @@ def check_numbers(config: BenchConfig) -> None:
     for name, value, choices in (
         ("timing", config.timing, TIMINGS),
         ("cache", config.cache, CACHES),
+        ("flush", config.flush, FLUSHES),
         ("impl", config.impl, IMPLS),
     ):
         if value not in choices:

@@ -31,6 +31,7 @@ from learning.bench import config as config_checks
 from learning.bench.config import BenchConfig, BenchInputError
 from learning.bench.machine import (
     ClockWarmer,
+    PersistingL2,
     environment,
     idle_utilization,
 )
@@ -101,6 +102,8 @@ class Run:
     implementations: Implementations = field(default_factory=Implementations)
     timer: object = None
     warmer: ClockWarmer | None = None
+    persisting_l2: PersistingL2 | None = None  # CUDA only: the L2-residency guard
+    learner_rejected: str | None = None  # why every learner variant fails untimed
     cases: list[CaseState] = field(default_factory=list)
     utilization: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -132,7 +135,34 @@ def plan(run: Run) -> None:
 
 
 def implementations(run: Run) -> None:
+    guard = _start_l2_guard(run)
     run.implementations = load_implementations(_unique_specs(run.selection), run.config, run.device)
+    if guard is not None:
+        # the learner's modules ran once (a preflight call): did that set L2 aside?
+        _guard_l2_residency(run, None, guard.baseline)
+
+
+def _start_l2_guard(run: Run) -> PersistingL2 | None:
+    """Empty the context's persisting-L2 set-aside for the run (the driver may start with one:
+    11.25 MiB on the H200 we measure on), so that no variant can keep lines resident through
+    it; the set-aside is put back when the run ends."""
+    if run.device != "cuda":
+        return None
+    torch.cuda.init()  # the limit belongs to the CUDA context: make sure there is one
+    guard = PersistingL2()
+    found = guard.bytes()
+    if found is None:
+        run.warnings.append(
+            "could not read the persisting-L2 limit from the CUDA driver: a variant that "
+            "keeps data resident in L2 across the cold flush would not be caught"
+        )
+        return None
+    guard.found = found
+    guard.restore(0)
+    guard.baseline = guard.bytes()
+    run.environment["persisting_l2_bytes"] = {"found": found, "during_run": guard.baseline}
+    run.persisting_l2 = guard
+    return guard
 
 
 def idle_check(run: Run) -> None:
@@ -148,6 +178,7 @@ def prepare(run: Run) -> None:
         settings["iterations"],
         settings["warmup_calls"],
         run.environment.get("l2_bytes"),
+        flush=settings.get("flush", "read"),
     )
     run.warmer = ClockWarmer(enabled=run.device == "cuda")
     for index, (spec, shape, dtype) in enumerate(run.selection, start=1):
@@ -194,15 +225,19 @@ PHASES = (
 def run(config: BenchConfig) -> Report:
     """Carry out ``config``; write the report; return it. Raises BenchInputError on bad input."""
     state = Run(config=config, progress=Progress(config.quiet))
-    for name, phase in PHASES:
-        try:
-            phase(state)
-        except KeyboardInterrupt:
-            if name in ("plan", "implementations"):
-                raise  # nothing measured yet: no report
-            state.complete = False
-            state.progress.note(f"interrupted during {name}; writing what was completed")
-            break
+    try:
+        for name, phase in PHASES:
+            try:
+                phase(state)
+            except KeyboardInterrupt:
+                if name in ("plan", "implementations"):
+                    raise  # nothing measured yet: no report
+                state.complete = False
+                state.progress.note(f"interrupted during {name}; writing what was completed")
+                break
+    finally:
+        if state.persisting_l2 is not None:  # the context's set-aside as the run found it
+            state.persisting_l2.restore(state.persisting_l2.found)
     return _write(state)
 
 
@@ -230,13 +265,44 @@ def _prepare_case(run: Run, case: CaseState) -> None:
             )
         return
     for state in case.variants:
+        if run.learner_rejected and state.variant.kind == "learner":
+            _reject(state, run.learner_rejected)
+            continue
+        before = run.persisting_l2.bytes() if run.persisting_l2 else None
         _check(case, state, expected, dtype)
         if state.status == "ready":
             _prepare_timing(run, case, state)
+        if before is not None:
+            _guard_l2_residency(run, state, before)
     del expected
     if run.timer.subtracts_flush and any(s.status == "ready" for s in case.variants):
         case.flush = Timeline(timed=run.timer.prepare_flush(), status="ready")
     case.items = [*case.variants, *([case.flush] if case.flush else [])]
+
+
+def _guard_l2_residency(run: Run, state: VariantState | None, before: int) -> None:
+    """A variant that set L2 aside for persisting accesses is rejected, and the set-aside undone:
+    data held there survives the cold flush (and slows every other variant's warm runs).
+    ``state`` None: the learner's modules did it while being imported and tried once, so every
+    learner variant of the run is rejected."""
+    after = run.persisting_l2.bytes()
+    if after is None or after <= before:
+        return
+    run.persisting_l2.restore(before)
+    reason = (
+        f"set aside {after / 2**20:.1f} MiB of L2 for persisting accesses "
+        "(CU_LIMIT_PERSISTING_L2_CACHE_SIZE): data kept there survives the cold-cache flush, "
+        "so its figures would not be what they claim; not timed"
+    )
+    if state is None:
+        run.learner_rejected = reason
+    else:
+        _reject(state, reason)
+
+
+def _reject(state: VariantState, reason: str) -> None:
+    state.status, state.reason, state.timed = "failed", reason, None
+    state.correctness = correctness_record(False, None, None, reason)
 
 
 def _check(case: CaseState, state: VariantState, expected, dtype: torch.dtype) -> None:

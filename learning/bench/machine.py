@@ -3,6 +3,10 @@
 * :func:`environment`: GPU, SM count, L2, driver, CUDA, library versions, git commit.
 * :func:`idle_utilization`: NVML's GPU utilization over about a second (another process using
   the GPU makes every figure slower, and nothing in the figures would say so).
+* :class:`PersistingL2`: the L2 an implementation may set aside for "persisting" accesses
+  (``cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)`` plus an access-policy window): lines
+  held there survive the cold-cache flush, so a cold figure would secretly be a warm one.
+  The engine reads the limit around every variant's checked and warm-up calls.
 * :class:`ClockWarmer`: an idle GPU drops its clocks, and the first microseconds-long kernels
   after a pause run at the low clock. Before each visit, a 200 ms burst of large FP16 GEMMs
   brings them up again, unless a burst ended within the last 250 ms. Never inside a timed
@@ -11,6 +15,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import platform
 import shutil
 import statistics
@@ -25,6 +30,37 @@ BURST_MS = 200.0
 REWARM_GAP_MS = 250.0
 BURST_GEMM_SIZE = 8192  # one FP16 GEMM ~1.5 ms on an H200: enough to hold the clocks up
 UTILIZATION_WARNING_PERCENT = 10.0
+
+
+class PersistingL2:
+    """The current CUDA context's persisting-L2 set-aside, through the driver API (libcuda).
+
+    ``bytes()`` is ``None`` where the driver cannot be asked (no libcuda, no context): the
+    guard then guards nothing, and says so in the report's warnings.
+    """
+
+    LIMIT = 0x06  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+
+    def __init__(self) -> None:
+        self.found = 0  # the set-aside the run found (put back at its end)
+        self.baseline = 0  # the set-aside during the run (0 once the engine has emptied it)
+        try:
+            self._cuda = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            self._cuda = None
+
+    def bytes(self) -> int | None:
+        if self._cuda is None:
+            return None
+        value = ctypes.c_size_t(0)
+        status = self._cuda.cuCtxGetLimit(ctypes.byref(value), self.LIMIT)
+        return value.value if status == 0 else None
+
+    def restore(self, size: int) -> None:
+        """Put the set-aside back to ``size`` and drop every line marked persisting."""
+        if self._cuda is not None:
+            self._cuda.cuCtxSetLimit(self.LIMIT, ctypes.c_size_t(size))
+            self._cuda.cuCtxResetPersistingL2Cache()
 
 
 def _git(*args: str) -> str | None:

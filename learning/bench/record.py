@@ -24,12 +24,12 @@ if TYPE_CHECKING:
 TIMING_NOTES = {
     "graph-warm": "graph: a sample is one CUDA-graph replay of {n} back-to-back calls timed with "
     "CUDA events, divided by {n}; Python dispatch is not in the figure; warm L2.",
-    "graph-cold-events": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [zero a "
-    "buffer of twice the L2, event, call, event]; the events are recorded inside the graph, so "
+    "graph-cold-events": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [{flush}, "
+    "event, call, event]; the events are recorded inside the graph, so "
     "the figure is the mean device time of a call that starts with a cold L2, whatever the "
     "host's launch time.",
-    "graph-cold": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [zero a buffer of "
-    "twice the L2, call], minus the median of a flush-only graph of {n} flushes, divided by "
+    "graph-cold": "graph, cold L2: a sample is a CUDA-graph replay of {n} x [{flush}, call], "
+    "minus the median of a flush-only graph of {n} flushes, divided by "
     "{n}: the device time of a call that starts with a cold L2, whatever the host's launch time.",
     "events": "events: ordinary Python calls with CUDA events around each ({n} per sample); a "
     "kernel shorter than its launch reads as the launch: dispatch-sensitive, not comparable "
@@ -37,6 +37,12 @@ TIMING_NOTES = {
     "cpu": "cpu-interpreter: every figure is a CPU timing (time.perf_counter around synchronous "
     "calls) of Triton's interpreter and PyTorch on the CPU. It tests the pipeline; it says "
     "nothing about any GPU.",
+}
+
+
+FLUSH_WORDS = {
+    "read": "read a buffer of twice the L2 (clean lines)",
+    "write": "zero a buffer of twice the L2 (dirty lines)",
 }
 
 
@@ -146,7 +152,8 @@ def _timing_note(settings: dict, cold_method: str | None = None) -> str:
         key = "graph-cold-events"
     else:
         key = f"graph-{settings['cache']}"
-    return TIMING_NOTES[key].format(n=settings["iterations"])
+    flush = FLUSH_WORDS[settings.get("flush", "read")]
+    return TIMING_NOTES[key].format(n=settings["iterations"], flush=flush)
 
 
 def build_report(run: Run) -> dict:

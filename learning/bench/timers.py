@@ -226,17 +226,45 @@ class CpuTimer:
         pass
 
 
-def make_timer(device: str, timing: str, cache: str, iterations: int, warmup_calls: int, l2_bytes):
-    """The backend for this run; cold cache on CUDA zeroes a buffer of twice the L2."""
+def make_timer(
+    device: str,
+    timing: str,
+    cache: str,
+    iterations: int,
+    warmup_calls: int,
+    l2_bytes,
+    flush: str = "read",
+):
+    """The backend for this run; cold cache on CUDA flushes with :func:`make_flush`."""
     if device == "cpu":
         return CpuTimer(iterations, warmup_calls, cold=cache == "cold")
-    flush = None
-    if cache == "cold":
-        scratch = torch.empty(flush_bytes(l2_bytes), dtype=torch.uint8, device="cuda")
-        flush = scratch.zero_
+    evict = make_flush(flush_bytes(l2_bytes), flush) if cache == "cold" else None
     if timing == "events":
-        return EventsTimer(iterations, warmup_calls, flush)
-    return GraphTimer(iterations, warmup_calls, flush)
+        return EventsTimer(iterations, warmup_calls, evict)
+    return GraphTimer(iterations, warmup_calls, evict)
+
+
+def make_flush(size: int, kind: str = "read") -> Callable[[], None]:
+    """A callable that evicts the L2 by streaming ``size`` bytes (at least twice the L2).
+
+    ``read`` (the default) sums a buffer into a preallocated scalar: the L2 ends full of the
+    buffer's *clean* lines, so the timed call pays only for its own misses. ``write`` zeroes
+    the buffer: the L2 ends full of *dirty* lines, and the timed call also pays to write them
+    back to DRAM as its own data evicts them -- a cost of the flush, not of the kernel, which
+    falls hardest on a kernel that reads much and writes little (a row sum). Both stream the
+    same bytes; ``results/NOTES.md`` has the measured difference.
+    """
+    if kind not in ("read", "write"):
+        raise ValueError(f"flush must be 'read' or 'write', got {kind!r}")
+    buffer = torch.zeros(size // 4, dtype=torch.float32, device="cuda")
+    if kind == "write":
+        return buffer.zero_
+    sink = torch.zeros((), dtype=torch.float32, device="cuda")
+
+    def read() -> None:
+        torch.sum(buffer, dim=0, out=sink)
+
+    return read
 
 
 def flush_bytes(l2_bytes: int | None) -> int:

@@ -34,6 +34,9 @@ def test_the_documented_lines_parse():
     assert cli.parse(DOCUMENTED["cpu"].split()).device == "cpu"
     recorded = cli.parse("--op all --samples 15 --visits 5 --cache cold --output x.json".split())
     assert (recorded.samples, recorded.visits, recorded.cache) == (15, 5, "cold")
+    assert recorded.flush == "read"
+    dirty = cli.parse("--op sum --cache cold --flush write --output x.json".split())
+    assert dirty.flush == "write"
 
 
 def test_all_means_every_forward_op_at_its_default_shapes():
@@ -80,6 +83,7 @@ BAD_LINES = {
     "zero samples": "--op softmax --samples 0",
     "bad timing": "--op softmax --timing wallclock",
     "bad cache": "--op softmax --cache lukewarm",
+    "bad flush": "--op softmax --cache cold --flush sideways",
     "no GPU": "--op softmax --device cuda",
     "unfinished or missing exercise": "--op softmax --impl learner --device cpu",
 }
@@ -169,3 +173,15 @@ def test_interrupted_command_exits_130_and_keeps_the_old_report(
 def test_host_delay_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("KERNEL_BENCH_HOST_DELAY_US", "20")
     assert cli.parse(DOCUMENTED["all"].split()).host_delay_us == 20.0
+
+
+def test_the_timing_note_says_how_the_l2_was_flushed():
+    """A cold report's note names the flush it used: read (clean lines) or write (dirty)."""
+    from learning.bench.record import _timing_note
+
+    settings = {"device": "cuda", "timing": "graph", "cache": "cold", "iterations": 10}
+    clean = _timing_note({**settings, "flush": "read"}, "in-graph-events")
+    dirty = _timing_note({**settings, "flush": "write"}, "in-graph-events")
+    assert "read a buffer" in clean and "clean" in clean
+    assert "zero a buffer" in dirty and "dirty" in dirty
+    assert "zero a buffer" in _timing_note({**settings, "flush": "write"}, "flush-subtraction")

@@ -197,3 +197,38 @@ def test_the_reference_softmax_on_the_cpu(small_config):
     report = run(small_config(reference_package="reference", samples=2, visits=1))
     assert _variants(report)["triton"]["status"] == "timed"
     assert learning.report.validate(report.data) == []
+
+
+class _FakeL2:
+    """A persisting-L2 limit the test moves, standing in for the CUDA driver's."""
+
+    def __init__(self, size: int = 0) -> None:
+        self.size, self.restored = size, []
+
+    def bytes(self) -> int:
+        return self.size
+
+    def restore(self, size: int) -> None:
+        self.restored.append(size)
+        self.size = size
+
+
+def test_a_variant_that_sets_l2_aside_is_rejected_untimed_and_the_limit_restored():
+    """The L2-residency guard (the GPU run is tests/adversarial/test_l2_residency.py)."""
+    from learning.bench import engine
+    from learning.bench.variants import VariantSpec
+
+    state = engine.VariantState(variant=VariantSpec("learner", "learner", torch.softmax))
+    state.status, state.timed = "ready", object()
+    fake = _FakeL2(0)
+    runner = engine.Run(config=None, progress=None, persisting_l2=fake)
+    engine._guard_l2_residency(runner, state, before=0)  # nothing changed: left alone
+    assert state.status == "ready" and fake.restored == []
+    fake.size = 32 << 20
+    engine._guard_l2_residency(runner, state, before=0)
+    assert state.status == "failed" and state.timed is None
+    assert "32.0 MiB" in state.reason and "survives the cold-cache flush" in state.reason
+    assert state.correctness["passed"] is False and fake.restored == [0] and fake.size == 0
+    fake.size = 16 << 20  # set while the learner's modules were imported and tried once
+    engine._guard_l2_residency(runner, None, before=0)
+    assert runner.learner_rejected and "16.0 MiB" in runner.learner_rejected
