@@ -15,7 +15,7 @@ Design (what the lessons quote): both kernels follow the shared row plan
 (:mod:`reference.kernels.row_plan`, ``passes=1``) and share one launcher.
 
 * Each program owns ``ROWS`` rows as a ``[ROWS, BLOCK]`` tile: narrow rows (65536 x 128) are
-  stacked 32 to a program so that each program moves ~8 KiB, not 256 bytes.
+  stacked 16 to a program so that each program moves ~4 KiB, not 256 bytes.
 * The row is walked in ``BLOCK``-wide steps. For rows up to 16 KiB that is one step (the
   whole row); a wider row (4096 x 32768) loops. A reduction reads every element exactly once
   whatever the block, so the loop costs no traffic, and it keeps the registers a program needs

@@ -23,8 +23,8 @@ traffic, so the question is where the row waits between the passes:
 
 * **In registers** (the default up to 32768 values a row): one program loads
   ``rows_per_program`` whole rows as one ``[ROWS, BLOCK]`` tile, reduces, and writes. DRAM
-  sees exactly one read and one write. Narrow rows are stacked (65536 x 128: 32 rows a program)
-  so that each program moves ~8 KiB; a 4096-wide fp16 row takes 8 warps (16 values a thread);
+  sees exactly one read and one write. Narrow rows are stacked (65536 x 128: 16 rows a program)
+  so that each program moves ~4 KiB; a 4096-wide fp16 row takes 8 warps (16 values a thread);
   a 32768-wide row takes 32 warps (32 fp32 values a thread, within the 64 registers a thread
   of a 1024-thread program may use).
 * **Chunked** (wider rows, or the backward's two live fp32 rows past 16384 values; two fp16
@@ -45,7 +45,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import FastLauncher
 from .row_plan import RowPlan, check_rows, choose_row_plan
 
 
@@ -117,13 +116,6 @@ def _softmax_bwd_chunked_kernel(
     pass
 
 
-# Each kernel's launches skip Triton's per-call Python work once a binary is known (launch.py).
-_launch_fwd = FastLauncher(_softmax_fwd_kernel)
-_launch_fwd_chunked = FastLauncher(_softmax_fwd_chunked_kernel)
-_launch_bwd = FastLauncher(_softmax_bwd_kernel)
-_launch_bwd_chunked = FastLauncher(_softmax_bwd_chunked_kernel)
-
-
 def softmax_fwd(x: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
     """Validate ``x``, allocate ``y``, launch the forward kernel the row plan picks.
 
@@ -136,16 +128,16 @@ def softmax_fwd(x: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
         return y
     plan = plan or choose_row_plan(n_rows, n_cols, x.element_size(), passes=2)
     plan.check_covers(n_cols, "softmax")
-    args = (x, y, n_rows, x.stride(0), y.stride(0))
     if plan.chunked:
-        _launch_fwd_chunked(
-            (n_rows,), args, {"N": n_cols, "BLOCK": plan.block_cols, "NUM_STAGES": plan.num_stages},
+        _softmax_fwd_chunked_kernel[(n_rows,)](
+            x, y, n_rows, x.stride(0), y.stride(0),
+            N=n_cols, BLOCK=plan.block_cols, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )  # fmt: skip
     else:
-        _launch_fwd(
-            plan.grid(n_rows), args,
-            {"N": n_cols, "BLOCK": plan.block_cols, "ROWS": plan.rows_per_program},
+        _softmax_fwd_kernel[plan.grid(n_rows)](
+            x, y, n_rows, x.stride(0), y.stride(0),
+            N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program,
             num_warps=plan.num_warps, num_stages=plan.num_stages,
         )  # fmt: skip
     return y
@@ -170,16 +162,16 @@ def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, plan: RowPlan | None = None) 
         return dx
     plan = plan or choose_row_plan(n_rows, n_cols, y.element_size(), passes=2, live_rows=2)
     plan.check_covers(n_cols, "softmax backward")
-    args = (y, dy, dx, n_rows, y.stride(0), dy.stride(0), dx.stride(0))
     if plan.chunked:
-        _launch_bwd_chunked(
-            (n_rows,), args, {"N": n_cols, "BLOCK": plan.block_cols, "NUM_STAGES": plan.num_stages},
+        _softmax_bwd_chunked_kernel[(n_rows,)](
+            y, dy, dx, n_rows, y.stride(0), dy.stride(0), dx.stride(0),
+            N=n_cols, BLOCK=plan.block_cols, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )  # fmt: skip
     else:
-        _launch_bwd(
-            plan.grid(n_rows), args,
-            {"N": n_cols, "BLOCK": plan.block_cols, "ROWS": plan.rows_per_program},
+        _softmax_bwd_kernel[plan.grid(n_rows)](
+            y, dy, dx, n_rows, y.stride(0), dy.stride(0), dx.stride(0),
+            N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program,
             num_warps=plan.num_warps, num_stages=plan.num_stages,
         )  # fmt: skip
     return dx

@@ -10,7 +10,7 @@ and they are the same for every row op, so they are made here, once, by one plai
    are 256 bytes) is far too little work for a program: with one row per program, 65536 rows
    launch 65536 programs that each issue two 16-byte loads per thread and wait. That design
    reached 0.80 TB/s on the H200 where ``torch.compile`` reached 3.35. Handling several rows as
-   one ``[rows_per_program, block_cols]`` block gives each program a tile of ~8 KiB.
+   one ``[rows_per_program, block_cols]`` block gives each program a tile of ~4 KiB.
 3. **How many warps** (``num_warps``): enough threads that each holds about two 16-byte
    vectors of the tile. Too few warps and every thread carries a long row in registers (they
    spill); too many and the tile is spread so thin that a thread has one small load in flight.
@@ -34,7 +34,11 @@ The rule, step by step (the constants below carry the numbers):
   SM: few programs means few rows in flight (132 rows of 64 KiB are 8 MiB), so the second
   read of each row is an L2 hit, not a DRAM read.
 * **Narrow rows**: ``rows_per_program`` is the largest power of two that keeps the tile within
-  ``TILE_BYTES`` (8 KiB): 32 rows of 128 fp16 values, 1 row of 4096.
+  ``TILE_BYTES`` (4 KiB): 16 rows of 128 fp16 values, 2 rows of 1024, 1 row of 2048 or more.
+  The rule used 8 KiB tiles first; timing every plan on a grid of row counts x widths
+  (``scripts/row_plan_grid.py``) showed 4 KiB tiles with 4 warps winning at 781-1024-wide rows
+  (8 KiB tiles lost up to 30% at 8192 x 781), and scoring both rules on the same timings gave
+  4 KiB a worst loss of 9% (softmax), 7% (sum) and 7% (softmax backward) against 24-30%.
 * ``num_warps`` = tile elements / (32 threads x 2 vectors), clamped to [4, 32], and to
   ``32 / live_rows`` (a power of two) when a kernel keeps several rows live: fewer threads
   get more registers each (a 16-warp program may give a thread 128), which the extra rows
@@ -46,7 +50,7 @@ The rule, step by step (the constants below carry the numbers):
   extra buffers cost occupancy, and the independent loads of one step already overlap.
 
 Worked examples (fp16): 16384 x 4096 -> one 4096-wide row per program, 8 warps (16 values a
-thread). 65536 x 128 -> 32 rows of 128 per program (8 KiB), 8 warps, 2048 programs.
+thread). 65536 x 128 -> 16 rows of 128 per program (4 KiB), 4 warps, 4096 programs.
 4096 x 32768 softmax -> the whole row, 32 warps (32 values a thread); the same shape's row
 sum walks 8192-wide chunks with 16 warps; its softmax backward (two live rows, 128 KiB of
 fp16) keeps the whole row with 16 warps. In fp32 the backward's two rows are 256 KiB: it
@@ -74,7 +78,7 @@ VECTOR_BYTES = 16  # one 128-bit load or store per thread
 VECTORS_PER_THREAD = 2  # 16-byte vectors each thread holds per step
 CHUNK_BYTES = 16 * 1024  # a one-pass kernel walks rows wider than this in chunks this size
 REREAD_CHUNK_BYTES = 32 * 1024  # a multi-pass kernel's chunk, walked by a 32-warp program
-TILE_BYTES = 8 * 1024  # narrow rows are stacked until a program's tile reaches this size
+TILE_BYTES = 4 * 1024  # narrow rows are stacked until a program's tile reaches this size
 MAX_ROW_VALUES = 32 * 32 * 32  # fp32 values of one row a program can keep in registers
 THREAD_LIVE_BYTES = 256  # stored bytes of all live rows one thread of a whole-row program keeps
 MIN_WARPS, MAX_WARPS = 4, 32

@@ -160,6 +160,10 @@ def test_plan_shapes_of_the_default_cases():
     """Narrow rows stacked, wide rows whole (softmax) or chunked (sum), 4096 in one block?"""
     narrow = choose_row_plan(65536, 128, 2, passes=2)
     assert narrow.rows_per_program > 1 and not narrow.chunked
+    # the widths where 8 KiB tiles lost up to 30% (row-plan-grid-*.log): 2 rows, 4 warps
+    for n_cols in (781, 1024):
+        plan = choose_row_plan(8192, n_cols, 2, passes=2)
+        assert (plan.rows_per_program, plan.num_warps) == (2, 4), plan
     wide_softmax = choose_row_plan(4096, 32768, 2, passes=2)
     assert not wide_softmax.chunked and wide_softmax.num_warps == 32
     wide_sum = choose_row_plan(4096, 32768, 2, passes=1)
