@@ -6,11 +6,17 @@
 #   scripts/h200_evidence.sh explore OUTDIR   the GPU-only tests (fast launcher, L2-residency
 #                                             cheat), read vs write flush, softmax variants,
 #                                             row-plan grids, wrapper overhead, tolerance probe
+#   scripts/h200_evidence.sh scripts OUTDIR   the L2-residency cheat, specialization sweep,
+#                                             clock probe, external baselines (Liger-Kernel when
+#                                             installed, Inductor max-autotune), compile overhead
+#   scripts/h200_evidence.sh chunks OUTDIR    row_chunk_sweep for softmax and RMSNorm, twice
+#   scripts/h200_evidence.sh final OUTDIR     the recorded sweeps re-run on the landed code
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-part=${1:?usage: h200_evidence.sh sweeps|training|explore OUTDIR}
-out=${2:?usage: h200_evidence.sh sweeps|training|explore OUTDIR}
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final OUTDIR"
+part=${1:?$usage}
+out=${2:?$usage}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 bench() { python3 -m learning.bench "$@"; }
@@ -60,6 +66,39 @@ explore)
             --output "$out/row-plan-grid-$op.json"
     done
     step tolerance-probe python3 scripts/tolerance_probe.py --output "$out/tolerance-probe.json"
+    ;;
+scripts)
+    step l2-residency-cheat timeout 120 python3 -m pytest -q -s -p no:cacheprovider \
+        tests/adversarial/test_l2_residency.py
+    step specialization-sweep timeout 120 python3 scripts/specialization_sweep.py \
+        --output "$out/specialization-sweep.json"
+    step clock-probe timeout 90 python3 scripts/gpu_clock_probe.py --output "$out/clock-probe.json"
+    step external-baselines-rows timeout 120 python3 scripts/external_baselines.py \
+        --cases softmax_train rmsnorm_train --output "$out/external-baselines-rows.json"
+    step compile-overhead timeout 120 python3 scripts/compile_overhead.py \
+        --output "$out/compile-overhead.json"
+    step external-baselines-gemm timeout 200 python3 scripts/external_baselines.py --cases matmul \
+        --autotune-budget-s 120 --output "$out/external-baselines-gemm.json"
+    ;;
+chunks)
+    step row-chunk-sweep timeout 200 python3 scripts/row_chunk_sweep.py \
+        --ops softmax,rmsnorm,rmsnorm_bwd --repeat 2 --output "$out/row-chunk-sweep.json"
+    ;;
+final)
+    step all timeout 170 python3 -m learning.bench --op all --dtype float16 --compile $recorded \
+        --output "$out/all.json"
+    step all-cold timeout 130 python3 -m learning.bench --op all --dtype float16 --compile \
+        --cache cold $recorded --output "$out/all-cold.json"
+    step training timeout 110 python3 -m learning.bench --op training --dtype float16 --compile \
+        --output "$out/training.json"
+    step gemm-bf16 timeout 45 python3 -m learning.bench --op matmul --dtype bfloat16 $recorded \
+        --output "$out/gemm-bf16.json"
+    step gemm-train timeout 30 python3 -m learning.bench --op matmul_train \
+        --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
+    step wrapper-overhead timeout 30 python3 scripts/wrapper_overhead.py \
+        --output "$out/wrapper-overhead.json"
+    step validate-kernels timeout 80 python3 scripts/validate_kernels.py --no-timing \
+        --output "$out/validate-kernels.json"
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac
