@@ -92,7 +92,12 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 def cell_plans(op: str, n_cols: int, element_size: int):
     """``(chosen, plans)``: row_plan_grid's candidates with this op's passes and live rows."""
     passes, live_rows = OPS[op]
-    return grid.candidate_plans(n_cols, element_size, passes, live_rows)
+    chosen, plans = grid.candidate_plans(n_cols, element_size, passes, live_rows)
+    if op == "rmsnorm_bwd":  # its launcher asks the rule for larger stacked tiles
+        chosen = rmsnorm.backward_plan(1, n_cols, element_size)
+        order = lambda p: (p.chunked, p.block_cols, p.rows_per_program, p.num_warps, p.num_stages)
+        plans = sorted({chosen, *plans}, key=order)
+    return chosen, plans
 
 
 def _rmsnorm_y(x, residual, weight, eps, plan=None):

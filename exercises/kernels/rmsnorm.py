@@ -65,6 +65,11 @@ from .row_plan import (
 
 # Live fp32 rows a backward program keeps per row: h, dy and the dweight accumulator.
 BACKWARD_LIVE_ROWS = 3
+# The backward stacks narrow rows to 16 KiB, not the shared 4 KiB: every program also writes a
+# partial dweight row that a second kernel sums, so fewer, larger programs pay less for it.
+# Measured on the H200 (results/h200/row-chunk-sweep.log), the 4 KiB plans lost 1.37x at
+# 65536 x 128 and 1.61x at 1823 x 781 against 64 x 128 and 8 x 1024 tiles with 16 warps.
+BACKWARD_TILE_BYTES = 16 * 1024
 # Persistent backward: warps resident per SM that the grid aims for (occupancy, not a limit).
 RESIDENT_WARPS_PER_SM = 16
 # Under the interpreter there is no SM count; a few programs exercise the persistent loop.
@@ -242,9 +247,7 @@ def rmsnorm_bwd(
     dweight = torch.empty_like(weight)
     if n_rows == 0:
         return dx, dweight.zero_()
-    plan = plan or choose_row_plan(
-        n_rows, n_cols, x.element_size(), passes=2, live_rows=BACKWARD_LIVE_ROWS
-    )
+    plan = plan or backward_plan(n_rows, n_cols, x.element_size())
     n_row_blocks = -(-n_rows // plan.rows_per_program)
     n_programs = min(n_row_blocks, _persistent_programs(x.device, plan.num_warps))
     # Chunked programs add into their partial row, so it starts at zero; otherwise each program
@@ -262,6 +265,14 @@ def rmsnorm_bwd(
         partials, dweight, n_programs, N=n_cols, BLOCK=dweight_block, PARTIALS=16, num_warps=4,
     )  # fmt: skip
     return dx, dweight
+
+
+def backward_plan(n_rows: int, n_cols: int, element_size: int) -> RowPlan:
+    """The backward's row plan: three live rows, narrow rows stacked to 16 KiB."""
+    return choose_row_plan(
+        n_rows, n_cols, element_size, passes=2, live_rows=BACKWARD_LIVE_ROWS,
+        tile_bytes=BACKWARD_TILE_BYTES,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- autograd

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from learning.bench.config import (
+    BURSTS,
     CACHES,
     DEVICES,
     FLUSHES,
@@ -77,6 +78,13 @@ def parser() -> argparse.ArgumentParser:
         "write one (leaves the L2 full of dirty lines the timed call must write back)",
     )
     p.add_argument(
+        "--clock-burst",
+        choices=BURSTS,
+        default="off",
+        help="on: a 200 ms GEMM burst before each visit, for a GPU whose idle clocks ramp up "
+        "slowly (default off: on the H200 a burst slows the kernels timed after it)",
+    )
+    p.add_argument(
         "--timing",
         choices=TIMINGS,
         default="graph",
@@ -115,6 +123,7 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         compile=args.compile,
         cache=args.cache,
         flush=args.flush,
+        clock_burst=args.clock_burst,
         timing=args.timing,
         samples=args.samples,
         visits=args.visits,

@@ -16,6 +16,7 @@ from learning import ops, runtime
 TIMINGS = ("graph", "events")
 CACHES = ("warm", "cold")
 FLUSHES = ("read", "write")  # how a cold-cache flush evicts the L2 (see timers.make_flush)
+BURSTS = ("on", "off")  # the GEMM burst before each visit (machine.ClockWarmer)
 IMPLS = ("reference", "learner")
 DEVICES = ("auto", "cuda", "cpu")
 HOST_DELAY_ENV = "KERNEL_BENCH_HOST_DELAY_US"
@@ -40,6 +41,7 @@ class BenchConfig:
     compile: bool = False  # add Inductor's version of the first PyTorch baseline
     cache: str = "warm"  # "cold": flush the L2 before every timed call
     flush: str = "read"  # cold cache: "read" leaves clean lines, "write" dirty ones
+    clock_burst: str = "off"  # "on": a GEMM burst before each visit (GPUs whose clocks ramp)
     timing: str = "graph"  # "graph" (CUDA graph replay) or "events" (dispatch-sensitive)
     samples: int = 9  # per variant and case; a multiple of visits
     visits: int = 3  # times each case is visited, in a seeded random order
@@ -159,6 +161,7 @@ def check_numbers(config: BenchConfig) -> None:
         ("timing", config.timing, TIMINGS),
         ("cache", config.cache, CACHES),
         ("flush", config.flush, FLUSHES),
+        ("clock-burst", config.clock_burst, BURSTS),
         ("impl", config.impl, IMPLS),
     ):
         if value not in choices:

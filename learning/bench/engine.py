@@ -148,7 +148,9 @@ def _start_l2_guard(run: Run) -> PersistingL2 | None:
     it; the set-aside is put back when the run ends."""
     if run.device != "cuda":
         return None
-    torch.cuda.init()  # the limit belongs to the CUDA context: make sure there is one
+    # The limit belongs to the CUDA context, which the runtime creates lazily: a synchronize
+    # makes it current (torch.cuda.init() alone does not, and the driver then answers nothing).
+    torch.cuda.synchronize()
     guard = PersistingL2()
     found = guard.bytes()
     if found is None:
@@ -180,7 +182,9 @@ def prepare(run: Run) -> None:
         run.environment.get("l2_bytes"),
         flush=settings.get("flush", "read"),
     )
-    run.warmer = ClockWarmer(enabled=run.device == "cuda")
+    run.warmer = ClockWarmer(enabled=run.device == "cuda" and settings["clock_burst"] == "on")
+    if run.device == "cuda" and not run.warmer.enabled:
+        run.warmer.off_note = "no GEMM bursts (--clock-burst off, the default on this course)"
     for index, (spec, shape, dtype) in enumerate(run.selection, start=1):
         case = CaseState(spec, shape, dtype)
         run.cases.append(case)

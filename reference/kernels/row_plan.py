@@ -126,19 +126,34 @@ def _power_of_two_at_most(n: int) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def choose_row_plan(
-    n_rows: int, n_cols: int, element_size: int, *, passes: int = 1, live_rows: int = 1
+    n_rows: int,
+    n_cols: int,
+    element_size: int,
+    *,
+    passes: int = 1,
+    live_rows: int = 1,
+    tile_bytes: int = TILE_BYTES,
 ) -> RowPlan:
     """The plan for an ``n_rows x n_cols`` row kernel whose elements are ``element_size`` bytes.
 
     ``passes`` is how many times a chunked kernel would have to read each row (1 for a plain
     reduction, 2 for softmax or RMSNorm). ``live_rows`` is how many row-sized tensors the kernel
-    keeps in registers at once (the softmax backward keeps ``y`` and ``dy``: 2). ``n_rows`` is
+    keeps in registers at once (the softmax backward keeps ``y`` and ``dy``: 2). ``tile_bytes``
+    is how far rows narrower than ``TILE_BYTES`` are stacked (a kernel with per-program
+    overhead, like the RMSNorm backward's partial dweight rows, asks for more). ``n_rows`` is
     checked but does not change the plan, so that a new row count never triggers a compile.
     """
-    if n_rows < 0 or n_cols < 1 or element_size not in (1, 2, 4, 8) or passes < 1 or live_rows < 1:
+    if (
+        n_rows < 0
+        or n_cols < 1
+        or element_size not in (1, 2, 4, 8)
+        or passes < 1
+        or live_rows < 1
+        or tile_bytes < TILE_BYTES
+    ):
         raise ValueError(
             f"no row plan for {n_rows} x {n_cols} with {element_size}-byte elements, "
-            f"passes={passes}, live_rows={live_rows}"
+            f"passes={passes}, live_rows={live_rows}, tile_bytes={tile_bytes}"
         )
     vector = max(1, VECTOR_BYTES // element_size)
     row_block = max(vector, next_power_of_two(n_cols))
@@ -154,12 +169,15 @@ def choose_row_plan(
     block_cols = min(chunk, row_block) if chunked else row_block
 
     rows_per_program = 1
-    if not chunked:
-        rows_per_program = _power_of_two_at_most(TILE_BYTES // (block_cols * element_size))
+    row_bytes = block_cols * element_size
+    if not chunked and row_bytes < TILE_BYTES:
+        rows_per_program = _power_of_two_at_most(tile_bytes // row_bytes)
 
     tile = rows_per_program * block_cols
     num_warps = tile // (32 * VECTORS_PER_THREAD * vector)
-    most_warps = MAX_WARPS if chunked else _power_of_two_at_most(MAX_WARPS // live_rows)
+    # whole rows held live by few threads need registers; stacked narrow rows hold 2 vectors each
+    stacked = rows_per_program > 1
+    most_warps = MAX_WARPS if chunked or stacked else _power_of_two_at_most(MAX_WARPS // live_rows)
     num_warps = min(most_warps, max(MIN_WARPS, num_warps))
     return RowPlan(
         block_cols=block_cols,

@@ -164,6 +164,17 @@ def test_plan_shapes_of_the_default_cases():
     for n_cols in (781, 1024):
         plan = choose_row_plan(8192, n_cols, 2, passes=2)
         assert (plan.rows_per_program, plan.num_warps) == (2, 4), plan
+    # the RMSNorm backward stacks to 16 KiB (its partial dweight rows cost per program) and keeps
+    # every row 2 KiB or wider as the shared rule has it
+    from reference.kernels.rmsnorm import backward_plan
+
+    narrow_backward = backward_plan(65536, 128, 2)
+    assert (narrow_backward.rows_per_program, narrow_backward.num_warps) == (64, 16)
+    for n_cols in (2048, 4096, 32768):
+        shared = choose_row_plan(1, n_cols, 2, passes=2, live_rows=3)
+        assert backward_plan(1, n_cols, 2) == shared, n_cols
+    with pytest.raises(ValueError, match="tile_bytes"):
+        choose_row_plan(1, 128, 2, tile_bytes=1024)
     wide_softmax = choose_row_plan(4096, 32768, 2, passes=2)
     assert not wide_softmax.chunked and wide_softmax.num_warps == 32
     wide_sum = choose_row_plan(4096, 32768, 2, passes=1)
