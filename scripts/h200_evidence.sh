@@ -25,6 +25,8 @@ step() {
     local start=$SECONDS
     "$@" >"$out/$name.log" 2>&1
     echo "$name: exit $? in $((SECONDS - start)) s"
+    # EVIDENCE_TAR=path: keep a tarball of everything so far, in case a later step is cut off
+    if [ -n "${EVIDENCE_TAR:-}" ]; then tar czf "$EVIDENCE_TAR" -C "$(dirname "$out")" "$(basename "$out")"; fi
 }
 recorded="--samples 15 --visits 5"
 case $part in
@@ -85,19 +87,23 @@ chunks)
         --ops softmax,rmsnorm,rmsnorm_bwd --repeat 2 --output "$out/row-chunk-sweep.json"
     ;;
 final)
-    step all timeout 170 python3 -m learning.bench --op all --dtype float16 --compile $recorded \
+    step all timeout 240 python3 -m learning.bench --op all --dtype float16 --compile $recorded \
         --output "$out/all.json"
-    step all-cold timeout 130 python3 -m learning.bench --op all --dtype float16 --compile \
+    step all-cold timeout 200 python3 -m learning.bench --op all --dtype float16 --compile \
         --cache cold $recorded --output "$out/all-cold.json"
-    step training timeout 110 python3 -m learning.bench --op training --dtype float16 --compile \
+    step training timeout 150 python3 -m learning.bench --op training --dtype float16 --compile \
         --output "$out/training.json"
-    step gemm-bf16 timeout 45 python3 -m learning.bench --op matmul --dtype bfloat16 $recorded \
+    step gemm-bf16 timeout 60 python3 -m learning.bench --op matmul --dtype bfloat16 $recorded \
         --output "$out/gemm-bf16.json"
-    step gemm-train timeout 30 python3 -m learning.bench --op matmul_train \
+    step l2-residency-cheat timeout 90 python3 -m pytest -q -s -p no:cacheprovider \
+        tests/adversarial/test_l2_residency.py
+    step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
         --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
-    step wrapper-overhead timeout 30 python3 scripts/wrapper_overhead.py \
+    step row-chunk-rmsnorm-bwd timeout 60 python3 scripts/row_chunk_sweep.py --ops rmsnorm_bwd \
+        --output "$out/row-chunk-rmsnorm-bwd.json"
+    step wrapper-overhead timeout 40 python3 scripts/wrapper_overhead.py \
         --output "$out/wrapper-overhead.json"
-    step validate-kernels timeout 80 python3 scripts/validate_kernels.py --no-timing \
+    step validate-kernels timeout 100 python3 scripts/validate_kernels.py --no-timing \
         --output "$out/validate-kernels.json"
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
