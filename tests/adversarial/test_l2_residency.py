@@ -94,6 +94,7 @@ def _variants(report: dict) -> dict:
 
 @pytest.mark.parametrize("cache", ["cold", "warm"])
 def test_a_kernel_that_pins_l2_is_rejected_and_the_rest_are_timed(tmp_path, monkeypatch, cache):
+    torch.cuda.synchronize()  # the CUDA context exists from here on: the driver can answer
     guard = PersistingL2()
     found = guard.bytes()  # the driver may start with a set-aside (11.25 MiB on our H200)
     package = _package(tmp_path, monkeypatch, f"l2_cheat_{cache}", CHEAT)
@@ -119,6 +120,7 @@ def test_the_honest_control_is_timed(tmp_path, monkeypatch):
 
 def test_the_pin_works_when_nothing_guards(tmp_path):
     """What the guard prevents, measured: the cheat's set-aside as the driver reports it."""
+    torch.cuda.synchronize()
     guard = PersistingL2()
     found = guard.bytes()
     cuda = ctypes.CDLL("libcuda.so.1")
