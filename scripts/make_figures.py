@@ -204,7 +204,7 @@ def clock_probe_figure(probe: dict, source: Path, out: Path) -> list[Path]:
     after_burst.set_xlim(left=0)
     after_burst.set_xlabel("idle gap after a 200 ms burst (ms)")
     after_burst.set_ylabel("first replay / steady state")
-    after_burst.set_title("how long a warm-up burst lasts")
+    after_burst.set_title("after a 200 ms GEMM burst: slower, for seconds")
     gpu = probe.get("environment", {}).get("gpu_name") or "GPU"
     footer = f"{_display(source)}: {gpu}, {probe.get('kernel', '')}"
     path = out / "h200-clock-probe.png"
