@@ -70,6 +70,12 @@ BACKWARD_LIVE_ROWS = 3
 # Measured on the H200 (results/h200/row-chunk-sweep.log), the 4 KiB plans lost 1.37x at
 # 65536 x 128 and 1.61x at 1823 x 781 against 64 x 128 and 8 x 1024 tiles with 16 warps.
 BACKWARD_TILE_BYTES = 16 * 1024
+# The partial rows' sum: each program takes 32 columns (one 128-byte segment of every fp32
+# partial row) and 64 partial rows a step. The sum waits on its loads once per step, so few,
+# wide steps and many programs: 1024 columns and 128 partials are 32 programs of 2 steps,
+# where 256-column, 16-row steps made 4 programs of 8 steps.
+DWEIGHT_COLUMNS = 32
+DWEIGHT_PARTIALS = 64
 # Persistent backward: warps resident per SM that the grid aims for (occupancy, not a limit).
 RESIDENT_WARPS_PER_SM = 16
 # Under the interpreter there is no SM count; a few programs exercise the persistent loop.
@@ -260,9 +266,9 @@ def rmsnorm_bwd(
         N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
         NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
     )  # fmt: skip
-    dweight_block = min(256, plan.block_cols)
-    _rmsnorm_dweight_kernel[(triton.cdiv(n_cols, dweight_block),)](
-        partials, dweight, n_programs, N=n_cols, BLOCK=dweight_block, PARTIALS=16, num_warps=4,
+    _rmsnorm_dweight_kernel[(triton.cdiv(n_cols, DWEIGHT_COLUMNS),)](
+        partials, dweight, n_programs, N=n_cols, BLOCK=DWEIGHT_COLUMNS, PARTIALS=DWEIGHT_PARTIALS,
+        num_warps=4,
     )  # fmt: skip
     return dx, dweight
 
