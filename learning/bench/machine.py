@@ -13,9 +13,9 @@
   250 ms) brings them up. Never inside a timed region or a capture. On the H200 the course
   measures on it does harm, not good (``results/h200/clock-probe.log``,
   ``all-burst-{on,off}.json``): a rested GPU runs a 1024 x 1024 softmax at its steady speed
-  from the first millisecond, while right after a burst the same kernel is 26-52% slower at
-  full SM clock for seconds, so with bursts small cases read up to 33% slow and GEMM medians
-  10% slow with wide spreads. Hence the default; the clock probe is how a learner decides for
+  from the first millisecond, while right after a burst the same kernel is 52% slower, and
+  still 26-33% slower 250 ms to 5 s later at full SM clock, so with bursts small cases read up
+  to 33% slow and GEMM medians 10% slow with wide spreads. Hence the default; the clock probe is how a learner decides for
   another GPU.
 """
 

@@ -252,7 +252,8 @@ def make_flush(size: int, kind: str = "read") -> Callable[[], None]:
     the buffer: the L2 ends full of *dirty* lines, and the timed call also pays to write them
     back to DRAM as its own data evicts them -- a cost of the flush, not of the kernel, which
     falls hardest on a kernel that reads much and writes little (a row sum). Both stream the
-    same bytes; ``results/NOTES.md`` has the measured difference.
+    same bytes. Measured on the H200 (``results/h200/all-cold-flush-{read,write}.json``): a
+    16384 x 4096 fp16 row sum read 3856 GB/s cold with the read flush, 3169 with the write.
     """
     if kind not in ("read", "write"):
         raise ValueError(f"flush must be 'read' or 'write', got {kind!r}")
