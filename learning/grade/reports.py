@@ -326,7 +326,12 @@ def bench_command(report: dict, device: str = "cuda") -> str:
     timing = settings.get("requested_timing") or settings["timing"]
     if timing in ("graph", "events"):
         words += ["--timing", timing]
-    words += ["--cache", settings["cache"], "--samples", str(settings["samples"])]
+    words += ["--cache", settings["cache"]]
+    if settings["cache"] == "cold" and settings.get("flush"):
+        words += ["--flush", settings["flush"]]
+    if settings.get("clock_burst"):
+        words += ["--clock-burst", settings["clock_burst"]]
+    words += ["--samples", str(settings["samples"])]
     words += ["--visits", str(settings["visits"]), "--seed", str(settings["seed"])]
     words += ["--impl", settings["impl"], "--device", device, "--output", "rerun.json"]
     return " ".join(words)

@@ -182,3 +182,34 @@ def test_a_release_without_the_engine_is_refused(tmp_path, capsys, graded_class)
     output = tmp_path / "grades.csv"
     argv = [str(graded_class["submissions"]), "--output", str(output), "--release", str(tmp_path)]
     _assert_refused(capsys, argv, "not a course release", [output])
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"cache": "cold", "flush": "write", "clock_burst": "on", "compile": True},
+        {"cache": "cold", "flush": "read", "shapes": [[4096, 4096]], "dtype": "float16"},
+    ],
+)
+def test_the_rerun_command_reproduces_the_reports_settings(changes):
+    """The feedback's kernel-bench line, parsed back, asks for what the report measured."""
+    from learning.bench import cli
+    from learning.grade.reports import bench_command
+
+    settings = {
+        "op": "softmax", "shapes": None, "dtype": None, "compile": False, "timing": "graph",
+        "requested_timing": "graph", "cache": "warm", "flush": "read", "clock_burst": "off",
+        "samples": 9, "visits": 3, "seed": 7, "impl": "learner",
+    }  # fmt: skip
+    settings.update(changes)
+    words = bench_command({"settings": settings}).split()
+    assert words[0] == "kernel-bench"
+    config = cli.parse(words[1:])
+    for field in ("op", "dtype", "compile", "timing", "cache", "samples", "visits", "seed", "impl"):
+        assert getattr(config, field) == settings[field], field
+    assert config.clock_burst == settings["clock_burst"]
+    if settings["cache"] == "cold":
+        assert config.flush == settings["flush"]
+    shapes = [list(s) for s in config.shapes] if config.shapes else None
+    assert shapes == settings["shapes"]
