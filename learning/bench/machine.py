@@ -15,8 +15,8 @@
   ``all-burst-{on,off}.json``): a rested GPU runs a 1024 x 1024 softmax at its steady speed
   from the first millisecond, while right after a burst the same kernel is 52% slower, and
   still 26-33% slower 250 ms to 5 s later at full SM clock, so with bursts small cases read up
-  to 33% slow and GEMM medians 10% slow with wide spreads. Hence the default; the clock probe is how a learner decides for
-  another GPU.
+  to 33% slow and GEMM medians 10% slow with wide spreads. Hence the default; the clock probe
+  is how a learner decides for another GPU.
 """
 
 from __future__ import annotations
