@@ -32,6 +32,27 @@ def finite(value):
     return value
 
 
+def environment() -> dict:
+    """What a correctness script ran on: the Triton backend, Python, torch and Triton versions,
+    and on CUDA the GPU, its SM count and the CUDA version (imports torch when called)."""
+    import platform
+
+    import torch
+    import triton
+
+    from learning.runtime import backend
+
+    info = {
+        "backend": backend(), "python": platform.python_version(),
+        "torch": torch.__version__, "triton": triton.__version__,
+    }  # fmt: skip
+    if backend() == "cuda":
+        properties = torch.cuda.get_device_properties(0)
+        info.update(gpu=properties.name, sm_count=properties.multi_processor_count,
+                    cuda=torch.version.cuda)  # fmt: skip
+    return info
+
+
 def _print(text: str) -> None:
     print(text, flush=True)
 

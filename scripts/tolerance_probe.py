@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import random
 import sys
 import time
@@ -52,7 +51,7 @@ import learning  # noqa: E402,F401  (chooses compiled or interpreted Triton befo
 # isort: split
 import torch  # noqa: E402
 import triton  # noqa: E402
-from _records import write_output  # noqa: E402  (scripts/_records.py)
+from _records import environment, write_output  # noqa: E402  (scripts/_records.py)
 
 from learning import ops  # noqa: E402
 from learning.correctness import Verdict, compare_all, output_labels  # noqa: E402
@@ -324,18 +323,6 @@ def plan(args: argparse.Namespace, on_gpu: bool) -> list[tuple]:
     if not cases:
         raise ValueError(f"no op named by --op runs in dtypes {args.dtypes}")
     return cases
-
-
-def environment() -> dict:
-    info = {
-        "backend": backend(), "python": platform.python_version(),
-        "torch": torch.__version__, "triton": triton.__version__,
-    }  # fmt: skip
-    if backend() == "cuda":
-        properties = torch.cuda.get_device_properties(0)
-        info.update(gpu=properties.name, sm_count=properties.multi_processor_count,
-                    cuda=torch.version.cuda)  # fmt: skip
-    return info
 
 
 # --------------------------------------------------------------------------- main

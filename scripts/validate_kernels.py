@@ -26,7 +26,6 @@ Usage, from the repository root:
 import argparse
 import functools
 import inspect
-import platform
 import sys
 import time
 from dataclasses import asdict
@@ -40,7 +39,7 @@ import learning  # noqa: E402,F401  (chooses compiled or interpreted Triton befo
 # isort: split
 import torch  # noqa: E402
 import triton  # noqa: E402
-from _records import write_output  # noqa: E402  (scripts/_records.py)
+from _records import environment, write_output  # noqa: E402  (scripts/_records.py)
 
 from learning import ops  # noqa: E402
 from learning.correctness import compare_all, output_labels  # noqa: E402
@@ -292,18 +291,6 @@ def print_row(row: dict) -> None:
     if row.get("reason"):
         line += f"  {row['reason']}"
     print(line, flush=True)
-
-
-def environment() -> dict:
-    info = {
-        "backend": backend(), "python": platform.python_version(),
-        "torch": torch.__version__, "triton": triton.__version__,
-    }  # fmt: skip
-    if backend() == "cuda":
-        properties = torch.cuda.get_device_properties(0)
-        info.update(gpu=properties.name, sm_count=properties.multi_processor_count,
-                    cuda=torch.version.cuda)  # fmt: skip
-    return info
 
 
 def parse_args(argv=None) -> argparse.Namespace:
