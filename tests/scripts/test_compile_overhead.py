@@ -27,16 +27,6 @@ def _run(*args):
                           text=True, timeout=120, cwd=ROOT)  # fmt: skip
 
 
-@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
-def test_refuses_a_cpu_in_one_line_and_writes_nothing(tmp_path):
-    output = tmp_path / "out.json"
-    done = _run("--output", output)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
-    assert "Traceback" not in done.stderr
-    assert not output.exists()
-
-
 @pytest.mark.parametrize("args", [["--calls", "0"], ["--calls", "many"], ["--ops", "nope"]])
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args):
     output = tmp_path / "out.json"

@@ -21,22 +21,11 @@ import external_baselines as eb  # noqa: E402  (imports learning first: it selec
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
-from learning.runtime import interpreting  # noqa: E402
 
 
 def _run(*args):
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT)  # fmt: skip
-
-
-@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
-def test_refuses_a_cpu_in_one_line_and_writes_nothing(tmp_path):
-    output = tmp_path / "out.json"
-    done = _run("--cases", "matmul", "--output", output)
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
-    assert "Traceback" not in done.stderr
-    assert not output.exists()
 
 
 @pytest.mark.parametrize(

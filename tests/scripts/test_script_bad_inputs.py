@@ -5,6 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import learning  # noqa: F401  (selects the Triton backend)
+from learning.runtime import interpreting
+
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
@@ -37,3 +42,21 @@ def test_validate_kernels_rejects_an_unknown_op_or_dtype():
     _one_line_exit_2(_run("validate_kernels.py", "--ops", "nope"), "validate_kernels: ")
     _one_line_exit_2(_run("validate_kernels.py", "--ops", "add", "--dtypes", "int8"),
                      "validate_kernels: ")  # fmt: skip
+
+
+@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("compile_overhead.py", []),
+        ("external_baselines.py", ["--cases", "matmul"]),
+        ("row_chunk_sweep.py", []),
+    ],
+)
+def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tmp_path):
+    output = tmp_path / "out.json"
+    done = _run(script, *args, "--output", output)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert not output.exists()
