@@ -13,6 +13,7 @@ from pathlib import Path
 from learning.bench.config import (
     BURSTS,
     CACHES,
+    COMPILE_MODES,
     DEVICES,
     FLUSHES,
     HOST_DELAY_ENV,
@@ -27,6 +28,8 @@ EPILOG = f"""examples:
   kernel-bench --op all --dtype float16 --output results/local/all.json
   kernel-bench --op softmax --shape 1024 1024 --dtype float32 --compile \\
       --output results/local/softmax-compiled.json
+  kernel-bench --op matmul --dtype float16 --compile --compile-mode max-autotune \\
+      --output results/local/matmul-autotuned.json
   kernel-bench --op softmax --timing events --output results/local/softmax-events.json
   kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
 
@@ -66,6 +69,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="float16, bfloat16 or float32; default: every dtype of the op")
     p.add_argument(
         "--compile", action="store_true", help="add torch.compile of the PyTorch baseline"
+    )
+    p.add_argument(
+        "--compile-mode",
+        choices=tuple(COMPILE_MODES),
+        default="default",
+        help="with --compile (an error without it): Inductor's default mode, or max-autotune "
+        "(GEMM autotuning; compiled as max-autotune-no-cudagraphs, since kernel-bench captures "
+        "its own CUDA graphs)",
     )
     p.add_argument(
         "--cache", choices=CACHES, default="warm", help="cold: flush the L2 before each call"
@@ -121,6 +132,7 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         shapes=shapes,
         dtype=args.dtype,
         compile=args.compile,
+        compile_mode=args.compile_mode,
         cache=args.cache,
         flush=args.flush,
         clock_burst=args.clock_burst,

@@ -17,6 +17,10 @@ TIMINGS = ("graph", "events")
 CACHES = ("warm", "cold")
 FLUSHES = ("read", "write")  # how a cold-cache flush evicts the L2 (see timers.make_flush)
 BURSTS = ("on", "off")  # the GEMM burst before each visit (machine.ClockWarmer)
+# --compile-mode -> torch.compile's mode. max-autotune leaves out Inductor's own CUDA graphs
+# (its cudagraph trees): kernel-bench captures every variant in a CUDA graph of its own, and a
+# graph that Inductor records inside that capture conflicts with it.
+COMPILE_MODES = {"default": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 IMPLS = ("reference", "learner")
 DEVICES = ("auto", "cuda", "cpu")
 HOST_DELAY_ENV = "KERNEL_BENCH_HOST_DELAY_US"
@@ -39,6 +43,7 @@ class BenchConfig:
     shapes: tuple[tuple, ...] | None = None  # None: the spec's default (or CPU) shapes
     dtype: str | None = None  # None: every dtype the op supports
     compile: bool = False  # add Inductor's version of the first PyTorch baseline
+    compile_mode: str = "default"  # how Inductor builds it (a key of COMPILE_MODES)
     cache: str = "warm"  # "cold": flush the L2 before every timed call
     flush: str = "read"  # cold cache: "read" leaves clean lines, "write" dirty ones
     clock_burst: str = "off"  # "on": a GEMM burst before each visit (GPUs whose clocks ramp)
@@ -162,10 +167,16 @@ def check_numbers(config: BenchConfig) -> None:
         ("cache", config.cache, CACHES),
         ("flush", config.flush, FLUSHES),
         ("clock-burst", config.clock_burst, BURSTS),
+        ("compile-mode", config.compile_mode, tuple(COMPILE_MODES)),
         ("impl", config.impl, IMPLS),
     ):
         if value not in choices:
             raise BenchInputError(f"--{name} must be one of {', '.join(choices)}, got {value!r}")
+    if config.compile_mode != "default" and not config.compile:
+        raise BenchInputError(
+            f"--compile-mode {config.compile_mode} needs --compile (it chooses how the compile "
+            "baseline is built)"
+        )
     for name in (config.reference_package, config.learner_package):
         if not name.isidentifier():
             raise BenchInputError(f"an implementation is a package name, got {name!r}")

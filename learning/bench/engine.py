@@ -252,7 +252,8 @@ def _prepare_case(run: Run, case: CaseState) -> None:
     spec, config = case.spec, run.config
     dtype = ops.dtype_from_name(case.dtype)
     run.timer.new_case()
-    variants = case_variants(spec, case.shape, dtype, run.implementations, config.compile)
+    compile_mode = config.compile_mode if config.compile else None
+    variants = case_variants(spec, case.shape, dtype, run.implementations, compile_mode)
     case.variants = [VariantState(variant=v) for v in variants]
     try:
         case.inputs = spec.inputs(case.shape, dtype, config.seed, run.device)

@@ -93,6 +93,9 @@ def format_table(report: dict) -> str:
             for i, (cell, width) in enumerate(zip(row[:-1], widths, strict=True))
         ]
         lines.append("  ".join([*cells, row[-1]]))
-    timing = report["settings"]["timing"]
-    lines.append(f"timing: {timing}, cache: {report['settings']['cache']}. {report['timing_note']}")
+    settings = report["settings"]
+    modes = f"timing: {settings['timing']}, cache: {settings['cache']}"
+    if settings["compile"]:  # the variant is named compile in either mode: say which one ran
+        modes += f", compile: {settings.get('compile_mode', 'default')}"
+    lines.append(f"{modes}. {report['timing_note']}")
     return "\n".join(lines)

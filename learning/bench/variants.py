@@ -6,8 +6,9 @@ Per case, in this order:
   ``torch_rms_norm``). The first one is *the* eager baseline every ratio divides by.
 * ``compile`` (with ``--compile``): Inductor's version of the first baseline, compiled for this
   case alone (``dynamic=False`` on a fresh copy of the function, so no case ever recompiles
-  another's code with dynamic shapes). A training op compiles the forward; AOTAutograd makes
-  the backward.
+  another's code with dynamic shapes), in the ``--compile-mode`` the settings record (the name
+  stays ``compile`` either way). A training op compiles the forward; AOTAutograd makes the
+  backward.
 * ``triton``: the reference kernel. A reference module may add named variants of its own (for
   example other row plans) by defining ``benchmark_variants(shape, dtype) -> {name: callable}``
   with the kernel's signature; they appear as ``triton:<name>``.
@@ -27,7 +28,7 @@ from types import ModuleType
 import torch
 
 from learning import correctness, ops
-from learning.bench.config import BenchConfig, BenchInputError
+from learning.bench.config import COMPILE_MODES, BenchConfig, BenchInputError
 from learning.report.fingerprint import report_path
 
 
@@ -144,12 +145,13 @@ def stub_kernels(module: ModuleType) -> list[str]:
     return stubs
 
 
-def fresh_compiled(fn: Callable) -> Callable:
+def fresh_compiled(fn: Callable, mode: str = "default") -> Callable:
     """``torch.compile(fn, dynamic=False)`` on a private copy of ``fn``'s code.
 
     Dynamo keeps its compiled entries on the code object, so compiling the same function for
     several shapes would share one cache (and hit its recompile limit). A copied code object
-    gives every case its own compiled function.
+    gives every case its own compiled function, and so, under max-autotune, its own tuning.
+    ``mode`` is a ``--compile-mode``, translated by :data:`COMPILE_MODES`.
     """
     if not isinstance(fn, types.FunctionType):
         target = fn
@@ -158,7 +160,7 @@ def fresh_compiled(fn: Callable) -> Callable:
         fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
     )
     copy.__kwdefaults__ = fn.__kwdefaults__
-    return torch.compile(copy, dynamic=False)
+    return torch.compile(copy, dynamic=False, mode=COMPILE_MODES[mode])
 
 
 def case_variants(
@@ -166,12 +168,14 @@ def case_variants(
     shape: tuple[int, ...],
     dtype: torch.dtype,
     implementations: Implementations,
-    compile: bool,
+    compile_mode: str | None,
 ) -> list[VariantSpec]:
+    """The case's variants, in the order of the module docstring; ``compile_mode`` None: no
+    ``compile`` variant."""
     variants = [VariantSpec(name, "eager", fn) for name, fn in spec.baselines.items()]
-    if compile:
+    if compile_mode is not None:
         first = next(iter(spec.baselines.values()))
-        variants.append(VariantSpec("compile", "compile", fresh_compiled(first)))
+        variants.append(VariantSpec("compile", "compile", fresh_compiled(first, compile_mode)))
     reference = implementations.reference[spec.name]
     variants.append(VariantSpec("triton", "triton", getattr(reference, spec.function)))
     extra = getattr(reference, "benchmark_variants", None)

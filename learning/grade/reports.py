@@ -323,6 +323,8 @@ def bench_command(report: dict, device: str = "cuda") -> str:
         words += ["--dtype", settings["dtype"]]
     if settings["compile"]:
         words.append("--compile")
+        if settings.get("compile_mode", "default") != "default":
+            words += ["--compile-mode", settings["compile_mode"]]
     timing = settings.get("requested_timing") or settings["timing"]
     if timing in ("graph", "events"):
         words += ["--timing", timing]

@@ -190,6 +190,8 @@ def test_a_release_without_the_engine_is_refused(tmp_path, capsys, graded_class)
         {},
         {"cache": "cold", "flush": "write", "clock_burst": "on", "compile": True},
         {"cache": "cold", "flush": "read", "shapes": [[4096, 4096]], "dtype": "float16"},
+        {"op": "matmul", "compile": True, "compile_mode": "max-autotune"},
+        {"op": "matmul", "compile": True, "compile_mode": "default"},
     ],
 )
 def test_the_rerun_command_reproduces_the_reports_settings(changes):
@@ -209,6 +211,7 @@ def test_the_rerun_command_reproduces_the_reports_settings(changes):
     for field in ("op", "dtype", "compile", "timing", "cache", "samples", "visits", "seed", "impl"):
         assert getattr(config, field) == settings[field], field
     assert config.clock_burst == settings["clock_burst"]
+    assert config.compile_mode == settings.get("compile_mode", "default")  # absent: older reports
     if settings["cache"] == "cold":
         assert config.flush == settings["flush"]
     shapes = [list(s) for s in config.shapes] if config.shapes else None

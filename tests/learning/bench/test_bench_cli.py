@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from learning.bench import cli
-from learning.bench.config import select
+from learning.bench import BenchInputError, cli
+from learning.bench.config import check_numbers, select
 
 DOCUMENTED = {
     "all": "--op all --dtype float16 --output results/local/all.json",
     "compiled": "--op softmax --shape 1024 1024 --dtype float32 --compile --output sm.json",
+    "autotune": "--op matmul --dtype float16 --compile --compile-mode max-autotune --output m.json",
     "events": "--op softmax --timing events --output results/local/softmax-events.json",
     "cpu": "--op softmax --device cpu --output results/local/softmax-cpu.json",
 }
@@ -30,6 +31,13 @@ def test_the_documented_lines_parse():
     assert (config.samples, config.visits, config.timing, config.cache) == (9, 3, "graph", "warm")
     config = cli.parse(DOCUMENTED["compiled"].split())
     assert config.shapes == ((1024, 1024),) and config.compile and config.dtype == "float32"
+    assert config.compile_mode == "default"
+    autotuned = cli.parse(DOCUMENTED["autotune"].split())
+    assert (autotuned.op, autotuned.compile, autotuned.compile_mode) == (
+        "matmul",
+        True,
+        "max-autotune",
+    )
     assert cli.parse(DOCUMENTED["events"].split()).timing == "events"
     assert cli.parse(DOCUMENTED["cpu"].split()).device == "cpu"
     recorded = cli.parse("--op all --samples 15 --visits 5 --cache cold --output x.json".split())
@@ -84,6 +92,8 @@ BAD_LINES = {
     "bad timing": "--op softmax --timing wallclock",
     "bad cache": "--op softmax --cache lukewarm",
     "bad flush": "--op softmax --cache cold --flush sideways",
+    "bad compile mode": "--op matmul --compile --compile-mode reduce-overhead",
+    "compile mode without --compile": "--op matmul --compile-mode max-autotune",
     "no GPU": "--op softmax --device cuda",
     "unfinished or missing exercise": "--op softmax --impl learner --device cpu",
 }
@@ -168,6 +178,28 @@ def test_interrupted_command_exits_130_and_keeps_the_old_report(
     assert config.output.read_text() == "{}\n"
     err = capsys.readouterr().err
     assert "interrupted" in err and "untouched" in err
+
+
+def test_a_compile_mode_without_compile_says_what_is_missing(tmp_path, capsys):
+    """--compile-mode only chooses how --compile builds its variant; alone it is refused."""
+    output = tmp_path / "report.json"
+    argv = ["--op", "matmul", "--compile-mode", "max-autotune", "--output", str(output)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "kernel-bench: error: --compile-mode max-autotune needs --compile (it chooses how the "
+        "compile baseline is built)\n"
+    )
+    assert not output.exists()
+
+
+def test_an_unknown_compile_mode_in_a_config_names_the_choices(small_config):
+    """The API refuses what argparse would: BenchConfig is checked, not only the command line."""
+    with pytest.raises(BenchInputError) as refused:
+        check_numbers(small_config(compile=True, compile_mode="reduce-overhead"))
+    assert str(refused.value) == (
+        "--compile-mode must be one of default, max-autotune, got 'reduce-overhead'"
+    )
 
 
 def test_host_delay_comes_from_the_environment(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import learning.report
-from learning.bench import BenchInputError, incomplete_path, run
+from learning.bench import BenchInputError, format_table, incomplete_path, run
 
 
 def _variants(report, case=0):
@@ -97,30 +97,44 @@ def test_training_ops_time_forward_and_backward(make_impl, small_config):
     assert gemm["flops"] == 6 * m * n * k and gemm["variants"][0]["tflops"] is not None
 
 
-def test_compile_adds_a_fresh_compiled_function_per_case(make_impl, small_config, monkeypatch):
-    """Inductor's C++ build is too slow for CI; aot_eager runs the same Dynamo/AOTAutograd path."""
+@pytest.mark.parametrize(
+    "compile_mode, torch_mode",
+    [("default", "default"), ("max-autotune", "max-autotune-no-cudagraphs")],
+)
+def test_compile_adds_a_fresh_compiled_function_per_case(
+    compile_mode, torch_mode, make_impl, small_config, monkeypatch
+):
+    """Inductor's C++ build (and max-autotune's search) is too slow for CI; aot_eager runs the
+    same Dynamo/AOTAutograd path, and the recorded options say which mode was asked for."""
     compiled = []
     real_compile = torch.compile
 
     def compile_for_test(fn, **options):
         compiled.append((fn, options))
-        return real_compile(fn, backend="aot_eager", **options)
+        return real_compile(fn, backend="aot_eager", dynamic=options["dynamic"])
 
     monkeypatch.setattr(torch, "compile", compile_for_test)
     config = small_config(
         op="softmax_train",
         shapes=((4, 8), (3, 5)),
         compile=True,
+        compile_mode=compile_mode,
         samples=1,
         visits=1,
         reference_package=make_impl(),
     )
     report = run(config)
-    for case in report.data["cases"]:
-        assert _variants(report, report.data["cases"].index(case))["compile"]["status"] == "timed"
-    assert len(compiled) == 2 and all(options == {"dynamic": False} for _, options in compiled)
+    for index in range(len(report.data["cases"])):
+        compile_variant = _variants(report, index)["compile"]
+        assert (compile_variant["kind"], compile_variant["status"]) == ("compile", "timed")
+    expected = {"dynamic": False, "mode": torch_mode}
+    assert [options for _, options in compiled] == [expected, expected]
     first, second = compiled[0][0], compiled[1][0]
     assert first is not second and first.__code__ is not second.__code__
+    assert report.data["settings"]["compile_mode"] == compile_mode
+    assert learning.report.validate(report.data) == []
+    footer = format_table(report.data).splitlines()[-1]
+    assert f"compile: {compile_mode}." in footer, footer
 
 
 def test_host_delay_moves_a_cpu_figure(make_impl, small_config):

@@ -91,6 +91,15 @@ def test_an_unknown_schema_version_is_rejected(report):
     assert _tampered(report, change) == ["unsupported schema_version 3; this validator reads 2"]
 
 
+def test_compile_mode_is_an_optional_setting_of_two_values(report):
+    """Reports made before --compile-mode existed have no compile_mode; they still validate."""
+    assert report["settings"]["compile_mode"] == "default"
+    assert _tampered(report, lambda r: r["settings"].pop("compile_mode")) == []
+    assert _tampered(report, lambda r: r["settings"].update(compile_mode="max-autotune")) == []
+    problems = _tampered(report, lambda r: r["settings"].update(compile_mode="reduce-overhead"))
+    assert problems and all(p.startswith("schema: settings/compile_mode") for p in problems)
+
+
 def test_a_missing_key_is_a_schema_problem(report):
     def change(r):
         del r["cases"][0]["variants"][0]["median_ms"]
