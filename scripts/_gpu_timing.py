@@ -10,8 +10,11 @@ record (``write_json``; see scripts/_records.py).
 
 from __future__ import annotations
 
+import random
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,6 +54,26 @@ def graph_ms(call, rep_ms: int = GRAPH_REP_MS) -> float:
     import triton.testing
 
     return float(triton.testing.do_bench_cudagraph(call, rep=rep_ms, return_mode="median"))
+
+
+def interleaved_graph_ms(
+    calls: dict[str, Callable], rounds: int = 5, seed: int = 0, rep_ms: int = GRAPH_REP_MS
+) -> dict[str, float]:
+    """``graph_ms`` of every call, in ``rounds`` rounds of a shuffled order; the medians.
+
+    Timed one after another, the first candidate meets a cool GPU and the one after a long
+    GEMM a hot, power-limited one: on the H200, cuBLAS at 8192^3 bf16 measured 1.55 ms right
+    after another GEMM and 1.48 ms after a compile's idle seconds. Interleaving spreads that
+    drift over every candidate alike (kernel-bench does the same with its shuffled visits).
+    """
+    order = list(calls)
+    shuffle = random.Random(seed)
+    samples: dict[str, list[float]] = {label: [] for label in order}
+    for _ in range(rounds):
+        shuffle.shuffle(order)
+        for label in order:
+            samples[label].append(graph_ms(calls[label], rep_ms))
+    return {label: statistics.median(values) for label, values in samples.items()}
 
 
 def cold_ms(call, rep_ms: int = 40) -> float:

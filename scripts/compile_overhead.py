@@ -57,6 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser, positive_int  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
@@ -82,29 +83,14 @@ COMPILE_CUSTOM_OP = "compile(custom op)"
 COMPILE_EAGER = "compile(eager)"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse would print the usage too)
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = _Parser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON (a script record) here")
     parser.add_argument(
         "--ops", nargs="+", choices=tuple(SHAPES), default=list(SHAPES), help="ops to measure"
     )
     parser.add_argument(
-        "--calls", type=_positive_int, default=2000, help="calls per host-clock sample"
+        "--calls", type=positive_int, default=2000, help="calls per host-clock sample"
     )
     parser.add_argument("--no-compile", action="store_true", help="skip the compiled variants")
     parser.add_argument(

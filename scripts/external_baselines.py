@@ -17,7 +17,10 @@ Cases (built from the op registry; ``--cases`` picks some, by op name or by key)
   past ``--autotune-budget-s``). The mode is ``max-autotune-no-cudagraphs``: the timing wraps the
   call in its own CUDA graph, and the kernel choice is the same as ``max-autotune``'s.
 
-Every variant is checked against the registry's float64 oracle before it is timed. A reference
+Every variant of a case is built and checked against the registry's float64 oracle first; then
+all of them are timed together, in ``--rounds`` rounds of a shuffled order, and each reports
+the median of its rounds. Timed one after another, the order decided the result: the variant
+timed after a compile's idle seconds met a cooler GPU (see ``interleaved_graph_ms``). A reference
 that fails is not timed (and the exit status is 1); a baseline that fails is timed anyway and
 flagged, since it is the yardstick, not the candidate, but it is left out of "best baseline".
 
@@ -54,6 +57,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser, positive_int, positive_seconds  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
@@ -298,8 +302,9 @@ def _row(case: Case, variant: str, note: str = "") -> dict:
     }  # fmt: skip
 
 
-def measure(case: Case, variant: str, make: Callable, inputs, expected, note: str = "") -> dict:
-    """Build the variant, call it once (compiles), check it, time it; one row."""
+def prepare(case: Case, variant: str, make: Callable, inputs, expected, note: str = ""):
+    """Build the variant, call it once (compiles) and check it; its row and its timed call
+    (``None``: not to be timed, a reference that fails or a variant that did not run)."""
     spec = ops.get(case.op)
     row = _row(case, variant, note)
     try:
@@ -310,17 +315,34 @@ def measure(case: Case, variant: str, make: Callable, inputs, expected, note: st
         row["first_call_s"] = round(time.perf_counter() - started, 2)
         row["failure"], row["tolerance_used"] = _check(spec, outputs, expected, case.dtype)
         del outputs
-        if not row["failure"] or variant != REFERENCE:
-            row["ms"] = timing.graph_ms(lambda: spec.call(fn, inputs))
     except Exception as error:  # a baseline that does not compile or run is a result
         row["failure"] = _one_line(error)
-    if row["ms"]:
-        if case.training:
+        return row, None
+    if row["failure"] and variant == REFERENCE:
+        return row, None
+    return row, (lambda: spec.call(fn, inputs))
+
+
+def time_case(case: Case, prepared: list[tuple[dict, Callable | None]], rounds: int) -> list[dict]:
+    """Time every runnable variant of one case interleaved (``interleaved_graph_ms``); rows."""
+    calls = {row["variant"]: call for row, call in prepared if call is not None}
+    try:
+        medians = timing.interleaved_graph_ms(calls, rounds=rounds) if calls else {}
+    except Exception as error:  # a capture that fails is reported on every row of the case
+        medians = {}
+        for row, _ in prepared:
+            row["failure"] = row["failure"] or f"timing failed: {_one_line(error)}"
+    spec = ops.get(case.op)
+    rows = []
+    for row, _ in prepared:
+        row["ms"] = medians.get(row["variant"])
+        if row["ms"] and case.training:
             row["rate"] = timing.terabytes_per_second(spec.logical_bytes(case.shape, case.dtype),
                                                       row["ms"])  # fmt: skip
-        else:
+        elif row["ms"]:
             row["rate"] = spec.flops(case.shape) / (row["ms"] * 1e-3) / 1e12
-    return row
+        rows.append(row)
+    return rows
 
 
 def _mm(a, b):
@@ -333,38 +355,39 @@ def max_autotune_mm() -> Callable:
     return torch.compile(_mm, mode=AUTOTUNE_MODE, dynamic=False)
 
 
-def train_case(case: Case, liger: Liger | None, liger_status: str) -> list[dict]:
+def train_case(case: Case, liger: Liger | None, liger_status: str, rounds: int) -> list[dict]:
     spec = ops.get(case.op)
     inputs = spec.inputs(case.shape, case.dtype, SEED, device="cuda")
     expected = spec.expected(inputs)
     first_name, first = next(iter(spec.baselines.items()))
-    rows = [
-        measure(case, REFERENCE, lambda: spec.kernel_function("reference"), inputs, expected),
-        measure(case, EAGER, lambda: first, inputs, expected, f"registry baseline {first_name}"),
-        measure(case, COMPILE, lambda: timing.fresh_compile(first), inputs, expected,
+    prepared = [
+        prepare(case, REFERENCE, lambda: spec.kernel_function("reference"), inputs, expected),
+        prepare(case, EAGER, lambda: first, inputs, expected, f"registry baseline {first_name}"),
+        prepare(case, COMPILE, lambda: timing.fresh_compile(first), inputs, expected,
                 f"compile of {first_name}, dynamic=False"),
     ]  # fmt: skip
     if liger is None:
-        rows.append(_row(case, LIGER, f"Liger {liger_status}"))
+        prepared.append((_row(case, LIGER, f"Liger {liger_status}"), None))
     else:
-        rows.append(measure(case, LIGER, lambda: liger_function(case.op, liger), inputs,
-                            expected, LIGER_NOTES[case.op]))  # fmt: skip
-    return rows
+        prepared.append(prepare(case, LIGER, lambda: liger_function(case.op, liger), inputs,
+                                expected, LIGER_NOTES[case.op]))  # fmt: skip
+    return time_case(case, prepared, rounds)
 
 
-def gemm_case(case: Case, autotune: bool, autotune_note: str) -> list[dict]:
+def gemm_case(case: Case, autotune: bool, autotune_note: str, rounds: int) -> list[dict]:
     spec = ops.get(case.op)
     inputs = spec.inputs(case.shape, case.dtype, SEED, device="cuda")
     expected = spec.expected(inputs)
-    rows = [
-        measure(case, REFERENCE, lambda: spec.kernel_function("reference"), inputs, expected),
-        measure(case, MM, lambda: spec.baselines["torch"], inputs, expected, "cuBLAS"),
+    prepared = [
+        prepare(case, REFERENCE, lambda: spec.kernel_function("reference"), inputs, expected),
+        prepare(case, MM, lambda: spec.baselines["torch"], inputs, expected, "cuBLAS"),
     ]
     if autotune:
-        rows.append(measure(case, AUTOTUNE, max_autotune_mm, inputs, expected, AUTOTUNE_MODE))
+        prepared.append(prepare(case, AUTOTUNE, max_autotune_mm, inputs, expected,
+                                AUTOTUNE_MODE))  # fmt: skip
     else:
-        rows.append(_row(case, AUTOTUNE, autotune_note))
-    return rows
+        prepared.append((_row(case, AUTOTUNE, autotune_note), None))
+    return time_case(case, prepared, rounds)
 
 
 # --------------------------------------------------------------------------- output
@@ -391,31 +414,19 @@ def print_table(rows: list[dict], checks: list[dict]) -> None:
               f"{verdict} ({c['basis']})")  # fmt: skip
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse would print the usage too)
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
-    return value
-
-
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[Case]]:
-    parser = _Parser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", metavar="CASE",
                         help="all (default), an op (softmax_train, rmsnorm_train, matmul) or a "
                              "case key such as matmul-4096x4096x4096-float16")  # fmt: skip
     parser.add_argument("--no-autotune", action="store_true",
                         help="skip torch.compile max-autotune for the GEMMs")  # fmt: skip
-    parser.add_argument("--autotune-budget-s", type=_positive_seconds, default=300.0,
+    parser.add_argument("--autotune-budget-s", type=positive_seconds, default=300.0,
                         help="start no max-autotune compile once the run is past this many "
                              "seconds (default 300)")  # fmt: skip
+    parser.add_argument("--rounds", type=positive_int, default=5,
+                        help="timing rounds per case; each times every variant once, in a "
+                             "shuffled order (default 5)")  # fmt: skip
     parser.add_argument("--output", help="write the JSON (a script record) here")
     args = parser.parse_args(argv)
     try:
@@ -438,13 +449,13 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     for case in cases:
         if case.training:
-            rows += train_case(case, liger, liger_status)
+            rows += train_case(case, liger, liger_status, args.rounds)
         else:
             elapsed = time.perf_counter() - started
             autotune = not args.no_autotune and elapsed < args.autotune_budget_s
             budget = f"skipped: run past --autotune-budget-s {args.autotune_budget_s:g}"
             note = "skipped (--no-autotune)" if args.no_autotune else budget
-            rows += gemm_case(case, autotune, note)
+            rows += gemm_case(case, autotune, note, args.rounds)
         print(f"  {case.label} done at {time.perf_counter() - started:.0f} s", flush=True)
     add_ratios(rows)
     checks = target_checks(rows)
@@ -452,7 +463,8 @@ def main(argv=None) -> int:
     print()
     print_table(rows, checks)
     print(
-        f"{seconds:.0f} s. ms: median of CUDA-graph replays (warm L2); ratio: best "
+        f"{seconds:.0f} s. ms: median over {args.rounds} rounds, in a shuffled order, of the "
+        "median CUDA-graph replay (warm L2); ratio: best "
         "oracle-passing baseline's ms / ms; rate: the registry's logical bytes or FLOPs."
     )
     payload = {
@@ -460,7 +472,7 @@ def main(argv=None) -> int:
         "cases": [c.key for c in cases], "liger": liger_status,
         "liger_rmsnorm_options": LIGER_RMSNORM_OPTIONS, "liger_notes": LIGER_NOTES,
         "autotune_mode": None if args.no_autotune else AUTOTUNE_MODE,
-        "rows": rows, "targets": checks, "seconds": seconds,
+        "rounds": args.rounds, "rows": rows, "targets": checks, "seconds": seconds,
     }  # fmt: skip
     timing.write_json(args.output, payload, script=__file__, argv=argv)
     return 1 if any(r["variant"] == REFERENCE and r["failure"] for r in rows) else 0

@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser  # noqa: E402
 
 # isort: split
 import row_plan_grid as grid  # noqa: E402
@@ -58,11 +59,6 @@ OPS = {
 # op -> the registry entry that holds its oracle, inputs, tolerances and logical bytes
 REGISTRY = {"sum": "sum", "max": "max", "softmax": "softmax", "softmax_bwd": "softmax_train",
             "rmsnorm": "rmsnorm", "rmsnorm_bwd": "rmsnorm_train"}  # fmt: skip
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse prints the usage too)
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def parse_ops(text: str) -> list[str]:
@@ -217,7 +213,7 @@ def print_table(summary: list[dict], repeat: int) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = _Parser(prog="row_chunk_sweep.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="row_chunk_sweep.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here (a script record)")
     parser.add_argument("--ops", default="all", help=f"comma-separated: {','.join(OPS)} or all")
     parser.add_argument("--shapes", default=",".join(f"{r}x{c}" for r, c in SHAPES),

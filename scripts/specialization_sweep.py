@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
@@ -304,11 +305,6 @@ def print_tables(entries: list[dict], summary: dict, shapes: list[str]) -> None:
 # --------------------------------------------------------------------------- main
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse prints the usage too)
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def parse_sizes(text: str, what: str) -> list[int]:
     """``"1000,1024"`` -> ``[1000, 1024]``: positive integers, duplicates dropped."""
     items = [s.strip() for s in text.split(",") if s.strip()]
@@ -330,7 +326,7 @@ def check_shapes(row_counts, widths, element_size: int) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = _Parser(prog="specialization_sweep.py", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="specialization_sweep.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here (a script record)")
     parser.add_argument("--rows", default=",".join(map(str, ROW_COUNTS)), help="batch sizes")
     parser.add_argument("--widths", default=",".join(map(str, WIDTHS)), help="row widths")

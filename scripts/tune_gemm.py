@@ -4,10 +4,12 @@ For each case (4096^3 fp16, 8192^3 bf16, 16384 x 1024 x 1024 fp16, 3000 x 1999 x
 the candidates are:
 
 * ``reference``: ``matmul`` as the course calls it (autotuned; the persistent TMA kernel for
-  aligned 16-bit shapes, the classic kernel otherwise);
+  16-bit operands, after an aligning copy of an operand whose rows are not 16-byte aligned;
+  the classic kernel for fp32);
 * ``classic``: the classic blocked kernel alone (autotuned), the "before" of this change;
 * ``persistent <tile>``: the persistent kernel at each of its configurations, one at a time,
-  so the table shows which tiling the autotuner should find (aligned shapes only);
+  so the table shows which tiling the autotuner should find (16-bit only; ``--wide`` adds
+  neighbouring tilings: more stages, 256 x 128, BLOCK_K 128, other group sizes);
 * ``torch.mm`` and, with ``--inductor``, ``torch.compile(torch.mm, mode=
   "max-autotune-no-cudagraphs", dynamic=False)`` compiled fresh for the shape (its own autotuning
   takes 20-60 s a shape, so it is optional).
@@ -21,7 +23,9 @@ Phases, in order: refuse without a GPU -> numerics policy (no TF32) -> warm the 
 GEMMs) -> per case: make inputs, compute the float64 oracle once, check each candidate, time it
 (CUDA-graph replay, median of 10 replays) -> table -> JSON. A candidate that fails the oracle
 is reported and not timed. Compiles dominate the run time (about 60 kernels); a second run on
-the same machine hits Triton's disk cache.
+the same machine hits Triton's disk cache. The candidates of a case are checked first and then
+timed together, ``--rounds`` rounds in a shuffled order (``interleaved_graph_ms``): timed one
+after another, a GEMM's figure depended on what ran before it.
 
 Usage, from the repository root:
 
@@ -37,6 +41,7 @@ import time
 from _gpu_timing import (
     environment,
     graph_ms,
+    interleaved_graph_ms,
     oracle_check,
     require_gpu,
     warm_gpu,
@@ -67,7 +72,7 @@ def tile_label(config: triton.Config) -> str:
     subtile = " sub" if kw.get("EPILOGUE_SUBTILE") else ""
     return (
         f"persistent {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} "
-        f"w{config.num_warps} s{config.num_stages}{subtile}"
+        f"w{config.num_warps} s{config.num_stages} g{kw['GROUP_M']}{subtile}"
     )
 
 
@@ -76,6 +81,7 @@ def persistent_with(config: triton.Config):
     jit = gemm._matmul_persistent_kernel.fn  # under the autotuner
 
     def call(a, b):
+        a, b = gemm._with_aligned_rows(a), gemm._with_aligned_rows(b)
         m, k = a.shape
         n = b.shape[1]
         c = torch.empty((m, n), dtype=a.dtype, device=a.device)
@@ -86,11 +92,29 @@ def persistent_with(config: triton.Config):
         jit[(min(sms, tiles),)](
             a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             NUM_SMS=sms, A_COLUMN_MAJOR=a.stride(1) != 1, B_COLUMN_MAJOR=b.stride(1) != 1,
-            DOT_IN_FP32=False, num_warps=config.num_warps, num_stages=config.num_stages, **kw,
+            C_DESCRIPTOR=(n * c.element_size()) % 16 == 0, DOT_IN_FP32=False,
+            num_warps=config.num_warps, num_stages=config.num_stages, **kw,
         )  # fmt: skip
         return c
 
     return call
+
+
+def wide_configs() -> list[triton.Config]:
+    """``--wide``: the reference's tilings plus neighbours (stages, tile shape, warps, group)."""
+    extra = []
+    for bm, bn, bk, warps, stages, subtile, group in (
+        (128, 256, 64, 8, 4, True, 16),
+        (256, 128, 64, 8, 3, True, 16),
+        (128, 128, 64, 4, 4, False, 16),
+        (128, 128, 128, 8, 3, True, 16),
+        (64, 256, 64, 4, 4, True, 16),
+        (128, 256, 64, 8, 3, True, 8),
+        (128, 256, 64, 8, 3, True, 4),
+    ):
+        tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, EPILOGUE_SUBTILE=subtile)
+        extra.append(triton.Config(tile, num_warps=warps, num_stages=stages))
+    return [*gemm._persistent_configs(False), *extra]
 
 
 def inductor_mm():
@@ -98,48 +122,57 @@ def inductor_mm():
     return torch.compile(torch.mm, mode="max-autotune-no-cudagraphs", dynamic=False)
 
 
-def measure(spec, label, fn, inputs, dtype, flops, rows, case):
-    """Check ``fn`` against the oracle, time it if it passes, append a row; the ms (or None)."""
+def check(spec, label, fn, inputs, dtype, case) -> tuple[dict, object]:
+    """Check ``fn`` against the oracle; its row and, if it passes, the call to time."""
     started = time.perf_counter()
+    call = None
     try:
         outputs = spec.call(fn, inputs)
         torch.cuda.synchronize()
         failure = oracle_check(spec, outputs, inputs, dtype)
-        ms = None if failure else graph_ms(lambda: spec.call(fn, inputs))
+        if not failure:
+            call = lambda: spec.call(fn, inputs)  # noqa: E731
     except Exception as error:  # a config that does not compile (shared memory) is a result
-        failure, ms = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", None
-    rows.append({
-        "case": case, "candidate": label, "ms": ms,
-        "tflops": flops / (ms * 1e-3) / 1e12 if ms else None,
-        "failure": failure, "seconds": round(time.perf_counter() - started, 1),
-    })  # fmt: skip
-    return ms
+        failure = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+    row = {"case": case, "candidate": label, "ms": None, "tflops": None, "failure": failure,
+           "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+    return row, call
 
 
-def forward_case(shape, dtype, use_inductor, rows):
+def measure_all(spec, candidates, inputs, dtype, flops, rows, case, rounds) -> None:
+    """Check every candidate, then time those that pass together, interleaved; append rows."""
+    checked = [check(spec, label, fn, inputs, dtype, case) for label, fn in candidates]
+    calls = {row["candidate"]: call for row, call in checked if call is not None}
+    medians = interleaved_graph_ms(calls, rounds=rounds) if calls else {}
+    for row, _ in checked:
+        row["ms"] = medians.get(row["candidate"])
+        row["tflops"] = flops / (row["ms"] * 1e-3) / 1e12 if row["ms"] else None
+        rows.append(row)
+
+
+def forward_case(shape, dtype, use_inductor, wide, rounds, rows):
     spec = ops.get("matmul")
     case = f"matmul {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
-    flops = spec.flops(shape)
     candidates = [("reference", gemm.matmul)]
     candidates.append(("classic", lambda a, b: gemm._launch(gemm._matmul_kernel, a, b)))
-    if gemm._tma_ready(inputs["a"], inputs["b"]):
-        for config in gemm._persistent_configs(False):
+    if dtype != torch.float32:
+        configs = wide_configs() if wide else gemm._persistent_configs(False)
+        for config in configs:
             candidates.append((tile_label(config), persistent_with(config)))
     candidates.append(("torch.mm", spec.baselines["torch"]))
     if use_inductor:
         compiled = inductor_mm()
         candidates.append(("inductor max-autotune", lambda a, b: compiled(a, b)))
-    for label, fn in candidates:
-        measure(spec, label, fn, inputs, dtype, flops, rows, case)
+    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds)
 
 
-def train_case(shape, dtype, rows):
+def train_case(shape, dtype, rounds, rows):
     spec = ops.get("matmul_train")
     case = f"matmul_train {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
-    measure(spec, "reference", gemm.matmul, inputs, dtype, spec.flops(shape), rows, case)
-    measure(spec, "torch.mm", spec.baselines["torch"], inputs, dtype, spec.flops(shape), rows, case)
+    candidates = [("reference", gemm.matmul), ("torch.mm", spec.baselines["torch"])]
+    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds)
 
     # dB alone (K x N output, reduction over M) at several split counts, and cuBLAS's dB: only
     # where the rule splits (an output of fewer tiles than SMs).
@@ -190,6 +223,10 @@ def print_table(rows):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inductor", action="store_true", help="add Inductor max-autotune")
+    parser.add_argument("--wide", action="store_true",
+                        help="time more persistent tilings than the reference's three")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved timing rounds per case (default 5)")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     require_gpu("tune_gemm.py")
@@ -198,10 +235,10 @@ def main(argv=None) -> int:
     warm_gpu()
     rows: list[dict] = []
     for shape, dtype in FORWARD_CASES:
-        forward_case(shape, dtype, args.inductor, rows)
+        forward_case(shape, dtype, args.inductor, args.wide, args.rounds, rows)
         print(f"  {shape} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
     for shape, dtype in TRAIN_CASES:
-        train_case(shape, dtype, rows)
+        train_case(shape, dtype, args.rounds, rows)
         print(f"  train {shape} done at {time.perf_counter() - started:.0f} s", flush=True)
     add_ratios(rows)
     print_table(rows)

@@ -11,8 +11,11 @@ kernel time instead, so the kernel-only graph time is printed too). Candidates:
 the same kernel through a ``torch.library`` custom op; ``torch.compile`` of ``torch.softmax``.
 Two rows take the reference wrapper apart: its work before the launch alone (checks, plan,
 output allocation), and Triton's launch path ``kernel[grid](...)`` with everything
-precomputed. (A launcher that cached the compiled kernel and called it directly measured no
-faster than Triton's path, 14.8 against 14.1 us: ``wrapper-overhead-launcher.log``.)
+precomputed. Two more launch the same compiled binary through the C++ launcher that Inductor
+uses for its own Triton kernels (a private PyTorch API, measured, not used): alone, and with
+the wrapper's checks, plan and allocation in front of it. (A launcher that cached the compiled
+kernel and called Triton's launcher directly measured no faster than Triton's path, 14.8
+against 14.1 us: ``wrapper-overhead-launcher.log``.)
 
 Target: the reference wrapper costs no more host time per call than ``torch.softmax`` while
 still validating its inputs.
@@ -71,10 +74,55 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         choose_row_plan(rows, cols, x.element_size(), passes=2)
         torch.empty((rows, cols), dtype=x.dtype, device=x.device)
 
-    return [
+    rows = [
         ("setup only (no launch)", setup),
         ("kernel[grid] (Triton's path)", lambda: kernel[grid](*args, **constexprs, **options)),
     ]
+    compiled = kernel[grid](*args, **constexprs, **options)  # Triton returns the binary
+    static = static_launcher(compiled, x.device)
+    if static is None:
+        return rows
+    grid_xyz = (*grid, 1, 1)[:3]
+
+    def static_launch():
+        static.run(*grid_xyz, torch.cuda.current_stream().cuda_stream, *args)
+
+    def setup_and_static_launch():
+        rows_, cols = check_rows(x, "softmax")
+        plan_ = choose_row_plan(rows_, cols, x.element_size(), passes=2)
+        out = torch.empty((rows_, cols), dtype=x.dtype, device=x.device)
+        static.run(*plan_.grid(rows_), 1, 1, torch.cuda.current_stream().cuda_stream,
+                   x, out, rows_, x.stride(0), out.stride(0))  # fmt: skip
+        return out
+
+    return rows + [
+        ("static launch (torch's C++ launcher)", static_launch),
+        ("setup + static launch", setup_and_static_launch),
+    ]
+
+
+def static_launcher(compiled, device: torch.device):
+    """The compiled softmax binary behind the C++ launcher Inductor uses for its own Triton
+    kernels (``torch._C._StaticCudaLauncher``), or None where this torch has none.
+
+    A private PyTorch API: measured here to learn what Triton's Python launch path costs, not
+    used by the course's kernels.
+    """
+    import tempfile
+
+    if not hasattr(compiled, "_cubin_path"):  # Inductor sets it on the binaries it compiles
+        compiled._cubin_path = None  # None: written out from the binary's bytes below
+    for name in ("static_cuda_launcher", "static_triton_launcher"):
+        try:
+            module = __import__(f"torch._inductor.runtime.{name}", fromlist=["_"])
+            launcher = module.StaticallyLaunchedCudaKernel(compiled)
+            with tempfile.TemporaryDirectory() as folder:
+                launcher.reload_cubin_from_raw(f"{folder}/{launcher.name}.cubin")
+                launcher.load_kernel(device.index or 0)
+            return launcher
+        except (ImportError, AttributeError, NotImplementedError, RuntimeError) as error:
+            print(f"static launcher via {name}: {type(error).__name__}: {error}", flush=True)
+    return None
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -39,22 +39,28 @@ Design (what the lessons quote):
 * **Edges.** Tile loads wrap their row/column indices (``% M``, ``% N``) so that they stay in
   bounds without masks; the K tail is masked (``other=0``) unless K is a multiple of
   ``BLOCK_K``; the store is masked. Any shape works (3000 x 1999 x 1023).
-* **The persistent kernel (the fast path).** For 16-bit operands whose rows start on 16-byte
-  boundaries (widths that are multiples of 8, transposed views included), ``matmul_fwd`` and
-  dA go to ``_matmul_persistent_kernel`` instead: one program an SM walks the tiles in the same
-  grouped order, the loads and stores are tensor descriptors (TMA on Hopper: no address
-  arithmetic, no masks, edges zero-filled), and the loop over tiles is one software pipeline
-  (``tl.range(..., flatten=True)``), so a tile's epilogue overlaps the next tile's loads. fp32
-  and unaligned shapes (3000 x 1999 x 1023) stay on the classic kernel, and so does dB (split-K
-  partials). Warp specialization (``tl.range(..., warp_specialize=True)``) is not used: in
-  Triton 3.6 it is for Blackwell. The descriptors are built on the device, in a workspace
-  that ``triton.set_allocator`` provides (set by the launcher before each launch).
+* **The persistent kernel (the fast path).** For 16-bit operands, ``matmul_fwd`` and dA go to
+  ``_matmul_persistent_kernel``: one program an SM walks the tiles in the same grouped order,
+  the loads and stores are tensor descriptors (TMA on Hopper: no address arithmetic, no masks,
+  edges zero-filled), and the loop over tiles is one software pipeline
+  (``tl.range(..., flatten=True)``), so a tile's epilogue overlaps the next tile's loads. A
+  descriptor needs rows that start on 16-byte boundaries: an operand whose width is not a
+  multiple of 8 (3000 x 1999 x 1023) is first copied into a buffer with a padded row stride
+  (``_with_aligned_rows``: one read and one write of that operand, a few per cent of the
+  product's time), and a C of such a width is stored with a masked store instead of a
+  descriptor. Without the copy, the classic kernel's loads of those rows fall back to 2-byte
+  accesses: on the H200 it ran 3000 x 1999 x 1023 fp16 at 80 TFLOP/s, and cuBLAS, which has
+  the same problem, at 99. fp32 stays on the classic kernel (IEEE FMA, no tensor cores), and so
+  does dB (split-K partials). Warp specialization (``tl.range(..., warp_specialize=True)``) is
+  not used: in Triton 3.6 it is for Blackwell. The descriptors are built on the device, in a
+  workspace that ``triton.set_allocator`` provides (set by the launcher before each launch).
 * **Under the interpreter** one small configuration runs (no benchmarking on the CPU), and
   bfloat16 tiles are upcast to fp32 before ``tl.dot``: the interpreter's bf16 ``tl.dot`` is
   wrong (triton #11584). Products of bf16 values are exact in fp32, so the check stays honest.
   Compiled, bf16 goes to the tensor cores as bf16. The interpreter runs the tensor-descriptor
   kernel too (it emulates descriptors with masked loads), so the CPU tests check both paths:
-  64 x 64 x 64 takes the persistent kernel, 75 x 93 x 61 the classic one.
+  16-bit products take the persistent kernel (75 x 93 x 61 through the aligning copies and the
+  masked store), fp32 ones the classic kernel.
 """
 
 from __future__ import annotations
@@ -221,7 +227,7 @@ def _sum_splits_kernel(
 
 
 # --------------------------------------------------------------------------- the persistent kernel
-# The fast path for 16-bit operands whose rows are 16-byte aligned (every width a multiple of 8).
+# The fast path for 16-bit operands (rows 16-byte aligned, by a copy where they are not).
 
 
 @triton.jit
@@ -239,6 +245,7 @@ def _matmul_persistent(
     NUM_SMS: tl.constexpr,  # programs launched: tiles are dealt out with this stride
     A_COLUMN_MAJOR: tl.constexpr,  # A's memory is K x M (stride_am == 1)
     B_COLUMN_MAJOR: tl.constexpr,  # B's memory is N x K (stride_bk == 1)
+    C_DESCRIPTOR: tl.constexpr,  # C's rows are 16-byte aligned: store through a descriptor
     DOT_IN_FP32: tl.constexpr,  # upcast tiles before tl.dot (interpreter, bf16 only)
 ):
     # The same traffic as _matmul_tile; what changes is who moves it. A tensor descriptor hands
@@ -263,9 +270,10 @@ def _matmul_persistent(
             b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N]
         )
     STORE_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
-    c_desc = tl.make_tensor_descriptor(
-        c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, STORE_N]
-    )
+    if C_DESCRIPTOR:
+        c_desc = tl.make_tensor_descriptor(
+            c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, STORE_N]
+        )
 
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
@@ -294,7 +302,13 @@ def _matmul_persistent(
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc)
 
-        if EPILOGUE_SUBTILE:
+        if not C_DESCRIPTOR:  # a width that is not a multiple of 8: a masked pointer store
+            rows = row + tl.arange(0, BLOCK_M)
+            cols = col + tl.arange(0, BLOCK_N)
+            c_tile = c_ptr + rows[:, None] * N + cols[None, :]
+            mask = (rows < M)[:, None] & (cols < N)[None, :]
+            tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=mask)
+        elif EPILOGUE_SUBTILE:
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
             c_desc.store([row, col], left.to(c_ptr.dtype.element_ty))
@@ -343,13 +357,14 @@ def _matmul_persistent_kernel(
     GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # from the config
     NUM_SMS: tl.constexpr,  # from the launcher: the device's SM count
     A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,  # from the operands' strides
+    C_DESCRIPTOR: tl.constexpr,  # from the launcher: N * element size % 16 == 0
     DOT_IN_FP32: tl.constexpr,  # from the launcher
 ):
-    # C = A @ B and dA = dC @ B^T for aligned 16-bit operands: _matmul_kernel's traffic
+    # C = A @ B and dA = dC @ B^T for 16-bit operands with aligned rows: _matmul_kernel's traffic
     _matmul_persistent(
         a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, NUM_SMS,
-        A_COLUMN_MAJOR, B_COLUMN_MAJOR, DOT_IN_FP32,
+        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32,
     )  # fmt: skip
 
 
@@ -439,20 +454,31 @@ def _launch(kernel, a: torch.Tensor, b: torch.Tensor, splits: int | None = None)
     return c
 
 
-def _tma_ready(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Can the persistent kernel take this product? 16-bit operands, each with one unit stride,
-    the other stride and the base 16-byte aligned (what a tensor descriptor needs), and C's
-    rows too (N a multiple of 8). fp32 stays on the classic kernel (IEEE FMA, no tensor cores).
-    """
-    if a.dtype == torch.float32 or (b.shape[1] * a.element_size()) % 16:
+def _descriptor_ready(t: torch.Tensor) -> bool:
+    if 1 not in t.stride() or t.data_ptr() % 16:
         return False
-    for t in (a, b):
-        if 1 not in t.stride() or t.data_ptr() % 16:
-            return False
-        outer = t.stride(0) if t.stride(1) == 1 else t.stride(1)
-        if (outer * t.element_size()) % 16:
-            return False
-    return True
+    outer = t.stride(0) if t.stride(1) == 1 else t.stride(1)
+    return (outer * t.element_size()) % 16 == 0
+
+
+def _with_aligned_rows(t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it whose rows start on 16-byte boundaries (same values, same shape).
+
+    A width that is not a multiple of 8 (K = 1023) leaves every row but the first unaligned:
+    no tensor descriptor, and the classic kernel's loads fall back to 2-byte accesses. One
+    copy into a buffer whose row stride is rounded up to 8 elements costs one read and one
+    write of the operand; the padding columns are never read (the descriptor's shape is the
+    true width, and the TMA zero-fills past it). A transposed view keeps its orientation.
+    """
+    if _descriptor_ready(t):
+        return t
+    if t.stride(0) == 1 and t.stride(1) != 1:  # a transposed view: align its memory's rows
+        return _with_aligned_rows(t.T).T
+    rows, cols = t.shape
+    buffer = torch.empty((rows, triton.cdiv(cols, 8) * 8), dtype=t.dtype, device=t.device)
+    aligned = buffer[:, :cols]
+    aligned.copy_(t)
+    return aligned
 
 
 def _workspace(size: int, alignment: int, stream: int | None) -> torch.Tensor:
@@ -461,7 +487,9 @@ def _workspace(size: int, alignment: int, stream: int | None) -> torch.Tensor:
 
 
 def _launch_persistent(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """C = A @ B through the persistent kernel: one program an SM (``_tma_ready`` holds)."""
+    """C = A @ B through the persistent kernel: one program an SM, 16-bit operands (an operand
+    whose rows are not 16-byte aligned is copied first: ``_with_aligned_rows``)."""
+    a, b = _with_aligned_rows(a), _with_aligned_rows(b)
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
@@ -479,6 +507,7 @@ def _launch_persistent(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _matmul_persistent_kernel[grid](
         a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
         NUM_SMS=sms, A_COLUMN_MAJOR=a.stride(1) != 1, B_COLUMN_MAJOR=b.stride(1) != 1,
+        C_DESCRIPTOR=(n * c.element_size()) % 16 == 0,
         DOT_IN_FP32=_precision(a.dtype)["DOT_IN_FP32"],
     )  # fmt: skip
     return c
@@ -487,12 +516,11 @@ def _launch_persistent(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def matmul_fwd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """C = A @ B with N and K compiled in and M at run time."""
     _check_pair(a, b, "matmul")
-    # TODO: launch _matmul_kernel through _launch; then, once it passes, send the products
-    # TODO: that _tma_ready accepts to _launch_persistent and measure the difference
+    # TODO: launch _matmul_kernel through _launch; then, once it passes, send 16-bit products
+    # TODO: to _launch_persistent and measure the difference
     raise NotImplementedError(
         "exercises/kernels/matmul.py:matmul_fwd: launch _matmul_kernel through _launch; then, once "
-        "it passes, send the products that _tma_ready accepts to _launch_persistent and measure the"
-        " difference"
+        "it passes, send 16-bit products to _launch_persistent and measure the difference"
     )
 
 

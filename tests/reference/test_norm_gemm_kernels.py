@@ -123,6 +123,49 @@ def test_matmul_reads_transposed_views():
     assert verdict.passed, verdict.reason
 
 
+def test_unaligned_rows_are_copied_with_a_padded_stride():
+    """An operand whose rows are not 16-byte aligned gets a copy with a row stride rounded up
+    to 8 elements (same values, same orientation); an aligned one is passed through as is."""
+    aligned = _t(16, 64)
+    assert matmul_module._with_aligned_rows(aligned) is aligned
+    transposed = aligned.T
+    assert matmul_module._with_aligned_rows(transposed) is transposed
+    odd = _t(5, 61)
+    copy = matmul_module._with_aligned_rows(odd)
+    assert copy.stride() == (64, 1) and torch.equal(copy, odd)
+    odd_t = _t(61, 5).T  # a transposed view: 5 x 61, memory rows of 5 (10 bytes)
+    copy_t = matmul_module._with_aligned_rows(odd_t)
+    assert copy_t.shape == (5, 61) and copy_t.stride() == (1, 8) and torch.equal(copy_t, odd_t)
+    sliced = _t(8, 64)[:, 1:33]  # aligned stride, but the base is one element off
+    assert matmul_module._with_aligned_rows(sliced).data_ptr() % 16 == 0
+
+
+@pytest.mark.parametrize(("dtype", "persistent"),
+                         [(torch.float16, True), (torch.bfloat16, True), (torch.float32, False)],
+                         ids=["float16", "bfloat16", "float32"])  # fmt: skip
+def test_matmul_routes_16_bit_to_the_persistent_kernel(monkeypatch, dtype, persistent):
+    """16-bit products of any shape (75 x 93 x 61 too) take the persistent kernel, forward and
+    dA; fp32 takes the classic one. dB always takes the rows kernel."""
+    launched = []
+    real_persistent, real_launch = matmul_module._launch_persistent, matmul_module._launch
+
+    def spy_persistent(a, b):
+        launched.append("persistent")
+        return real_persistent(a, b)
+
+    def spy_launch(kernel, a, b, splits=None):
+        launched.append(_jit_function(kernel).fn.__name__)
+        return real_launch(kernel, a, b, splits)
+
+    monkeypatch.setattr(matmul_module, "_launch_persistent", spy_persistent)
+    monkeypatch.setattr(matmul_module, "_launch", spy_launch)
+    spec = ops.get("matmul_train")
+    inputs = spec.inputs((75, 93, 61), dtype, _seed("route", dtype), device=DEVICE)
+    spec.call(spec.kernel_function("reference"), inputs)
+    main = "persistent" if persistent else "_matmul_kernel"
+    assert launched == [main, main, "_matmul_rows_kernel"]
+
+
 # --------------------------------------------------------------------------- input validation
 
 

@@ -31,7 +31,7 @@ def _run(*args):
 @pytest.mark.parametrize(
     "args",
     [["--cases", "nope"], ["--cases", "matmul-1x1x1-float16"], ["--autotune-budget-s", "0"],
-     ["--autotune-budget-s", "soon"], ["--cases"]],
+     ["--autotune-budget-s", "soon"], ["--cases"], ["--rounds", "0"], ["--rounds", "2.5"]],
 )  # fmt: skip
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args):
     output = tmp_path / "out.json"
@@ -208,3 +208,34 @@ def test_a_failing_baseline_or_reference_is_not_judged():
     assert "fails the oracle" in liger["basis"]
     reference_failed = checks[("rmsnorm_train a", eb.COMPILE)]
     assert reference_failed["ratio"] is None and reference_failed["met"] is None
+
+
+def test_variants_are_timed_interleaved_in_shuffled_rounds(monkeypatch):
+    """Every variant is timed once per round, the order changes between rounds, and each
+    variant's figure is the median of its own rounds (not of whoever ran first)."""
+    timing = eb.timing
+    order, drift = [], iter(range(1000))
+
+    def fake_graph_ms(call, rep_ms=timing.GRAPH_REP_MS):
+        order.append(call())
+        return call() * 10 + next(drift) * 1e-3  # later calls read slower: a warming GPU
+
+    monkeypatch.setattr(timing, "graph_ms", fake_graph_ms)
+    calls = {name: (lambda value=value: value) for value, name in enumerate("abcd", start=1)}
+    medians = timing.interleaved_graph_ms(calls, rounds=5, seed=3)
+    rounds = [order[i:i + 4] for i in range(0, 20, 4)]
+    assert all(sorted(r) == [1, 2, 3, 4] for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1, "the order never changed"
+    assert [round(medians[name]) for name in "abcd"] == [10, 20, 30, 40]
+
+
+def test_a_variant_that_may_not_run_is_never_timed(monkeypatch):
+    """A reference that fails the oracle (call None) keeps ms None; the others get medians."""
+    monkeypatch.setattr(eb.timing, "interleaved_graph_ms",
+                        lambda calls, rounds: {name: 2.0 for name in calls})  # fmt: skip
+    case = next(c for c in eb.build_cases() if c.op == "matmul")
+    failed = eb._row(case, eb.REFERENCE)
+    failed["failure"] = "max abs error 3 > 1"
+    rows = eb.time_case(case, [(failed, None), (eb._row(case, eb.MM), lambda: None)], rounds=3)
+    assert rows[0]["ms"] is None and rows[1]["ms"] == 2.0
+    assert rows[1]["rate"] == pytest.approx(ops.get("matmul").flops(case.shape) / 2e-3 / 1e12)
