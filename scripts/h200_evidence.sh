@@ -10,11 +10,15 @@
 #                                             clock probe, external baselines (Liger-Kernel when
 #                                             installed, Inductor max-autotune), compile overhead
 #   scripts/h200_evidence.sh chunks OUTDIR    row_chunk_sweep for softmax and RMSNorm, twice
-#   scripts/h200_evidence.sh final OUTDIR     the recorded sweeps re-run on the landed code
+#   scripts/h200_evidence.sh final OUTDIR     the recorded sweeps re-run on the landed code:
+#                                             all and all-cold, every default shape and dtype
+#   scripts/h200_evidence.sh final-training OUTDIR  training, gemm-bf16 (against Inductor
+#                                             max-autotune), gemm-train, validation, wrapper cost
+#   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), GPU tests
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-scripts OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -87,24 +91,31 @@ chunks)
         --ops softmax,rmsnorm,rmsnorm_bwd --repeat 2 --output "$out/row-chunk-sweep.json"
     ;;
 final)
-    step all timeout 240 python3 -m learning.bench --op all --dtype float16 --compile $recorded \
+    # every default shape and dtype, torch.compile per case (dynamic=False), warm and cold
+    step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
         --output "$out/all.json"
-    step all-cold timeout 200 python3 -m learning.bench --op all --dtype float16 --compile \
-        --cache cold $recorded --output "$out/all-cold.json"
+    step all-cold timeout 280 python3 -m learning.bench --op all --compile --cache cold \
+        $recorded --output "$out/all-cold.json"
+    ;;
+final-training)
     step training timeout 150 python3 -m learning.bench --op training --dtype float16 --compile \
         --output "$out/training.json"
-    step gemm-bf16 timeout 60 python3 -m learning.bench --op matmul --dtype bfloat16 $recorded \
-        --output "$out/gemm-bf16.json"
-    step l2-residency-cheat timeout 90 python3 -m pytest -q -s -p no:cacheprovider \
-        tests/adversarial/test_l2_residency.py
+    step gemm-bf16 timeout 150 python3 -m learning.bench --op matmul --dtype bfloat16 --compile \
+        --compile-mode max-autotune $recorded --output "$out/gemm-bf16.json"
     step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
         --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
-    step row-chunk-rmsnorm-bwd timeout 60 python3 scripts/row_chunk_sweep.py --ops rmsnorm_bwd \
-        --output "$out/row-chunk-rmsnorm-bwd.json"
+    step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
+        --output "$out/validate-kernels.json"
     step wrapper-overhead timeout 40 python3 scripts/wrapper_overhead.py \
         --output "$out/wrapper-overhead.json"
-    step validate-kernels timeout 100 python3 scripts/validate_kernels.py --no-timing \
-        --output "$out/validate-kernels.json"
+    ;;
+final-scripts)
+    step external-baselines-rows timeout 150 python3 scripts/external_baselines.py \
+        --cases softmax_train rmsnorm_train --output "$out/external-baselines-rows.json"
+    step external-baselines-gemm timeout 150 python3 scripts/external_baselines.py --cases matmul \
+        --autotune-budget-s 100 --output "$out/external-baselines-gemm.json"
+    step gpu-tests timeout 200 python3 -m pytest -q -s -p no:cacheprovider \
+        tests/reference/test_norm_gemm_kernels.py tests/adversarial/test_l2_residency.py
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac
