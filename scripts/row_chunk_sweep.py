@@ -45,16 +45,16 @@ from learning.runtime import default_device  # noqa: E402
 from reference.kernels import reductions, rmsnorm  # noqa: E402
 
 SHAPES = ((16384, 4096), (65536, 128), (4096, 32768), (1823, 781))
-# op -> (passes, live_rows): the arguments each launcher gives choose_row_plan. row_plan_grid
-# holds sum, softmax and softmax_bwd; max runs the sum's plan, the RMSNorm forward the
-# softmax's, the RMSNorm backward keeps BACKWARD_LIVE_ROWS rows live.
+# op -> (passes, live_rows, streams): the arguments each launcher gives choose_row_plan.
+# row_plan_grid holds sum, softmax, softmax_bwd and the RMSNorm forward; max runs the sum's
+# plan, the RMSNorm backward keeps BACKWARD_LIVE_ROWS rows live.
 OPS = {
     "sum": grid.OPS["sum"],
     "max": grid.OPS["sum"],
     "softmax": grid.OPS["softmax"],
     "softmax_bwd": grid.OPS["softmax_bwd"],
-    "rmsnorm": grid.OPS["softmax"],
-    "rmsnorm_bwd": (2, rmsnorm.BACKWARD_LIVE_ROWS),
+    "rmsnorm": grid.OPS["rmsnorm"],
+    "rmsnorm_bwd": (2, rmsnorm.BACKWARD_LIVE_ROWS, 1),
 }
 # op -> the registry entry that holds its oracle, inputs, tolerances and logical bytes
 REGISTRY = {"sum": "sum", "max": "max", "softmax": "softmax", "softmax_bwd": "softmax_train",
@@ -87,8 +87,8 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 
 def cell_plans(op: str, n_cols: int, element_size: int):
     """``(chosen, plans)``: row_plan_grid's candidates with this op's passes and live rows."""
-    passes, live_rows = OPS[op]
-    chosen, plans = grid.candidate_plans(n_cols, element_size, passes, live_rows)
+    passes, live_rows, streams = OPS[op]
+    chosen, plans = grid.candidate_plans(n_cols, element_size, passes, live_rows, streams)
     if op == "rmsnorm_bwd":  # its launcher asks the rule for larger stacked tiles
         chosen = rmsnorm.backward_plan(1, n_cols, element_size)
         order = lambda p: (p.chunked, p.block_cols, p.rows_per_program, p.num_warps, p.num_stages)
@@ -96,15 +96,11 @@ def cell_plans(op: str, n_cols: int, element_size: int):
     return chosen, plans
 
 
-def _rmsnorm_y(x, residual, weight, eps, plan=None):
-    return rmsnorm.rmsnorm_fwd(x, residual, weight, eps, plan=plan)[0]
-
-
 def launcher(op: str, shape, dtype: torch.dtype, seed: int, device: str):
     """``(launch(plan=...), expected, tolerance, logical_bytes)`` for one op at one shape.
 
     Inputs, oracle, tolerance and bytes come from the registry; the ops row_plan_grid knows
-    (sum, softmax, softmax_bwd) go through its launcher. ``expected`` is a tuple when the
+    (sum, softmax, softmax_bwd, rmsnorm) go through its launcher. ``expected`` is a tuple when the
     launch returns one (the RMSNorm backward: dx and dweight)."""
     spec = ops.get(REGISTRY[op])
     inputs = spec.inputs(shape, dtype, seed, device)
@@ -115,9 +111,6 @@ def launcher(op: str, shape, dtype: torch.dtype, seed: int, device: str):
                 spec.tolerances[dtype], spec.logical_bytes(shape, dtype))  # fmt: skip
     x, residual, weight = (inputs[k].detach() for k in ("x", "residual", "weight"))
     eps = inputs["eps"]
-    if op == "rmsnorm":
-        return (functools.partial(_rmsnorm_y, x, residual, weight, eps), spec.expected(inputs)[0],
-                spec.tolerances[dtype], spec.logical_bytes(shape, dtype))  # fmt: skip
     # rmsnorm_bwd: the gradients of x (= of residual) and of the weight, from the saved rstd
     rstd = rmsnorm.rmsnorm_fwd(x, residual, weight, eps, save_rstd=True)[1]
     grad_x, _, grad_weight = spec.expected(inputs)

@@ -32,22 +32,29 @@ import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
 from learning.correctness import compare, compare_all  # noqa: E402
+from reference.kernels import rmsnorm  # noqa: E402
 from reference.kernels.row_plan import RowPlan, choose_row_plan, next_power_of_two  # noqa: E402
 
 ROW_COUNTS = (1024, 8192, 65536)
 WIDTHS = (128, 781, 1024, 4096, 8192, 32768)
 MAX_TENSOR_BYTES = 512 * 1024 * 1024  # skip grid points whose input exceeds this
-OPS = {"softmax": (2, 1), "sum": (1, 1), "softmax_bwd": (2, 2)}  # name -> (passes, live_rows)
+# name -> (passes, live_rows, streams): what each launcher asks choose_row_plan
+OPS = {"softmax": (2, 1, 1), "sum": (1, 1, 1), "softmax_bwd": (2, 2, 1),
+       "rmsnorm": (2, 1, rmsnorm.FORWARD_STREAMS)}  # fmt: skip
 
 
-def candidate_plans(n_cols: int, element_size: int, passes: int = 2, live_rows: int = 1):
+def candidate_plans(
+    n_cols: int, element_size: int, passes: int = 2, live_rows: int = 1, streams: int = 1
+):
     """``(chosen, plans)``: the rule's plan and every plan worth timing at this width.
 
     Whole-row plans stack 1..8 rows (tile up to 32 KiB) with 4-32 warps, keeping 2-64 values
     a thread; chunked plans walk 2048-16384 columns with 8-32 warps. Plans a kernel cannot
     run (a whole-row plan narrower than the row) are never listed.
     """
-    chosen = choose_row_plan(1, n_cols, element_size, passes=passes, live_rows=live_rows)
+    chosen = choose_row_plan(
+        1, n_cols, element_size, passes=passes, live_rows=live_rows, streams=streams
+    )
     vector = 16 // element_size
     whole = max(vector, next_power_of_two(n_cols))
     plans = {chosen}
@@ -82,6 +89,18 @@ def launcher(op: str, x: torch.Tensor):
         spec = ops.get("sum")
         return (functools.partial(reductions.row_sum, x), spec.expected({"x": x})[0],
                 spec.tolerances[x.dtype], spec.logical_bytes(tuple(x.shape), x.dtype))  # fmt: skip
+    if op == "rmsnorm":  # x + residual, normalized, times the weight: y only
+        generator = torch.Generator(device=x.device).manual_seed(x.shape[1])
+        residual = torch.randn(x.shape, device=x.device, generator=generator).to(x.dtype)
+        weight = torch.randn(x.shape[1], device=x.device, generator=generator).to(x.dtype)
+        inputs = {"x": x, "residual": residual, "weight": weight, "eps": 1e-6}
+        spec = ops.get("rmsnorm")
+
+        def launch(plan=None):
+            return rmsnorm.rmsnorm_fwd(**inputs, plan=plan)[0]
+
+        return (launch, spec.expected(inputs)[0], spec.tolerances[x.dtype],
+                spec.logical_bytes(tuple(x.shape), x.dtype))  # fmt: skip
     spec = ops.get("softmax")
     if op == "softmax":
         return (functools.partial(softmax.softmax_fwd, x), spec.expected({"x": x})[0],
@@ -149,14 +168,14 @@ def shape_line(row: dict) -> str:
 
 
 def run_grid(op: str, dtype: torch.dtype, seed: int, rep_ms: int) -> list[dict]:
-    passes, live_rows = OPS[op]
+    passes, live_rows, streams = OPS[op]
     element_size = torch.empty((), dtype=dtype).element_size()
     results = []
     for shape in grid_shapes(element_size=element_size):
         generator = torch.Generator(device="cuda").manual_seed(seed)
         x = torch.randn(shape, device="cuda", generator=generator).to(dtype)
         launch, expected, tolerance, logical_bytes = launcher(op, x)
-        chosen, plans = candidate_plans(shape[1], element_size, passes, live_rows)
+        chosen, plans = candidate_plans(shape[1], element_size, passes, live_rows, streams)
         timings = time_plans(launch, expected, tolerance, dtype, plans, rep_ms)
         row = shape_result(op, shape, dtype, chosen, timings, logical_bytes)
         print(shape_line(row), flush=True)

@@ -63,6 +63,7 @@ from .row_plan import (
     choose_row_plan,
 )
 
+FORWARD_STREAMS = 2  # the forward loads two input rows (x, residual) per row it normalizes
 # Live fp32 rows a backward program keeps per row: h, dy and the dweight accumulator.
 BACKWARD_LIVE_ROWS = 3
 # The backward stacks narrow rows to 16 KiB, not the shared 4 KiB: every program also writes a
@@ -193,7 +194,7 @@ def rmsnorm_fwd(
     rstd = torch.empty((n_rows,), dtype=torch.float32, device=x.device) if save_rstd else None
     if n_rows == 0:
         return y, rstd
-    plan = plan or choose_row_plan(n_rows, n_cols, x.element_size(), passes=2)
+    plan = plan or forward_plan(n_rows, n_cols, x.element_size())
     _rmsnorm_fwd_kernel[plan.grid(n_rows)](
         x, residual, weight, y, rstd if save_rstd else y,  # y stands in for an unused pointer
         n_rows, x.stride(0), residual.stride(0), float(eps),
@@ -202,6 +203,12 @@ def rmsnorm_fwd(
         num_warps=plan.num_warps,
     )  # fmt: skip
     return y, rstd
+
+
+def forward_plan(n_rows: int, n_cols: int, element_size: int) -> RowPlan:
+    """The forward's row plan: softmax's (two passes over a row held in registers), with warps
+    counted for the two rows it loads, x and residual (``FORWARD_STREAMS``)."""
+    return choose_row_plan(n_rows, n_cols, element_size, passes=2, streams=FORWARD_STREAMS)
 
 
 def _evict_rows(n_cols: int) -> bool:

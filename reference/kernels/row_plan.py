@@ -39,11 +39,18 @@ The rule, step by step (the constants below carry the numbers):
   (``scripts/row_plan_grid.py``) showed 4 KiB tiles with 4 warps winning at 781-1024-wide rows
   (8 KiB tiles lost up to 30% at 8192 x 781), and scoring both rules on the same timings gave
   4 KiB a worst loss of 9% (softmax), 7% (sum) and 7% (softmax backward) against 24-30%.
-* ``num_warps`` = tile elements / (32 threads x 2 vectors), clamped to [4, 32], and to
+* ``num_warps`` = tile elements x streams / (32 threads x 2 vectors), clamped to [4, 32], and to
   ``32 / live_rows`` (a power of two) when a kernel keeps several rows live: fewer threads
   get more registers each (a 16-warp program may give a thread 128), which the extra rows
   need. Measured on the H200, the 4096 x 32768 fp16 softmax backward took 0.258 ms chunked
   (32 warps), 0.215 ms as one whole row with 32 warps and 0.202 ms with 16.
+* ``streams``: a kernel that loads several input rows per row it computes (the RMSNorm
+  forward loads x and residual) counts the vectors of all of them, so each thread still holds
+  about two per stream. Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
+  RMSNorm forward with twice the warps was faster at every 16-byte-aligned width (128: 14-16%,
+  1024: 2-6%, 4096: ~1%) and its rule's median loss fell from 1.011-1.015 to 1.000; at 781
+  (rows not 16-byte aligned, so no vector loads) the extra warps cost 15%, so an unaligned row
+  counts one stream.
 * ``num_stages`` is 1. It asks Triton's software pipeliner to issue a chunk loop's next
   loads before the current chunk is consumed; on the H200 every chunked candidate ran slower
   with 2 stages than with 1 (the 4096 x 32768 fp16 row sum: 0.065 ms against 0.060 ms): the
@@ -133,6 +140,7 @@ def choose_row_plan(
     passes: int = 1,
     live_rows: int = 1,
     tile_bytes: int = TILE_BYTES,
+    streams: int = 1,
 ) -> RowPlan:
     """The plan for an ``n_rows x n_cols`` row kernel whose elements are ``element_size`` bytes.
 
@@ -140,8 +148,10 @@ def choose_row_plan(
     reduction, 2 for softmax or RMSNorm). ``live_rows`` is how many row-sized tensors the kernel
     keeps in registers at once (the softmax backward keeps ``y`` and ``dy``: 2). ``tile_bytes``
     is how far rows narrower than ``TILE_BYTES`` are stacked (a kernel with per-program
-    overhead, like the RMSNorm backward's partial dweight rows, asks for more). ``n_rows`` is
-    checked but does not change the plan, so that a new row count never triggers a compile.
+    overhead, like the RMSNorm backward's partial dweight rows, asks for more). ``streams`` is
+    how many input rows the kernel loads for each row it computes (the RMSNorm forward loads
+    x and residual: 2); warps are counted for all of them. ``n_rows`` is checked but does not
+    change the plan, so that a new row count never triggers a compile.
     """
     if (
         n_rows < 0
@@ -150,10 +160,11 @@ def choose_row_plan(
         or passes < 1
         or live_rows < 1
         or tile_bytes < TILE_BYTES
+        or streams < 1
     ):
         raise ValueError(
             f"no row plan for {n_rows} x {n_cols} with {element_size}-byte elements, "
-            f"passes={passes}, live_rows={live_rows}, tile_bytes={tile_bytes}"
+            f"passes={passes}, live_rows={live_rows}, tile_bytes={tile_bytes}, streams={streams}"
         )
     vector = max(1, VECTOR_BYTES // element_size)
     row_block = max(vector, next_power_of_two(n_cols))
@@ -174,7 +185,9 @@ def choose_row_plan(
         rows_per_program = _power_of_two_at_most(tile_bytes // row_bytes)
 
     tile = rows_per_program * block_cols
-    num_warps = tile // (32 * VECTORS_PER_THREAD * vector)
+    if (n_cols * element_size) % VECTOR_BYTES:  # unaligned rows: no 16-byte loads, and extra
+        streams = 1  # warps only add masked lanes (RMSNorm at 781 wide: 15% slower with them)
+    num_warps = tile * streams // (32 * VECTORS_PER_THREAD * vector)
     # whole rows held live by few threads need registers; stacked narrow rows hold 2 vectors each
     stacked = rows_per_program > 1
     most_warps = MAX_WARPS if chunked or stacked else _power_of_two_at_most(MAX_WARPS // live_rows)

@@ -185,6 +185,24 @@ def test_plan_shapes_of_the_default_cases():
     assert middle.block_cols == 4096 and middle.rows_per_program == 1 and middle.num_warps == 8
 
 
+def test_two_input_rows_count_twice_when_rows_are_aligned():
+    """The RMSNorm forward loads x and residual: twice the warps of softmax's plan where the
+    rows take 16-byte loads (row-plan-grid-rmsnorm.log), the same plan at 781 (they do not)."""
+    from reference.kernels.rmsnorm import FORWARD_STREAMS, forward_plan
+
+    assert FORWARD_STREAMS == 2
+    for n_cols, warps in ((128, 8), (1024, 8), (4096, 16), (8192, 32), (32768, 32)):
+        softmax_plan = choose_row_plan(1, n_cols, 2, passes=2)
+        plan = forward_plan(1, n_cols, 2)
+        assert plan.num_warps == warps, (n_cols, plan)
+        assert plan.num_warps == min(32, 2 * softmax_plan.num_warps)
+        assert (plan.block_cols, plan.rows_per_program) == (
+            softmax_plan.block_cols, softmax_plan.rows_per_program)  # fmt: skip
+    assert forward_plan(1, 781, 2) == choose_row_plan(1, 781, 2, passes=2)
+    with pytest.raises(ValueError, match="streams=0"):
+        choose_row_plan(1, 128, 2, streams=0)
+
+
 def test_plan_ignores_the_row_count():
     """Is the plan (hence the compiled kernel) the same for every batch size?"""
     for n_cols in WIDTHS:

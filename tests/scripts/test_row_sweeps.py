@@ -17,10 +17,10 @@ from reference.kernels.row_plan import RowPlan  # noqa: E402
 
 
 @pytest.mark.parametrize("n_cols", row_plan_grid.WIDTHS)
-@pytest.mark.parametrize("passes, live_rows", sorted(set(row_plan_grid.OPS.values())))
-def test_candidates_include_the_rule_and_only_runnable_plans(n_cols, passes, live_rows):
+@pytest.mark.parametrize("passes, live_rows, streams", sorted(set(row_plan_grid.OPS.values())))
+def test_candidates_include_the_rule_and_only_runnable_plans(n_cols, passes, live_rows, streams):
     """Is the rule's plan among the candidates, and does every whole-row plan cover the row?"""
-    chosen, plans = row_plan_grid.candidate_plans(n_cols, 2, passes, live_rows)
+    chosen, plans = row_plan_grid.candidate_plans(n_cols, 2, passes, live_rows, streams)
     assert chosen in plans
     assert len(plans) == len(set(plans)), "a plan is listed twice"
     for plan in plans:
