@@ -14,7 +14,8 @@
 #                                             all and all-cold, every default shape and dtype
 #   scripts/h200_evidence.sh final-training OUTDIR  training, gemm-bf16 (against Inductor
 #                                             max-autotune), gemm-train, validation, wrapper cost
-#   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), GPU tests
+#   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
+#                                             RMSNorm plan grid, the compile-count GPU tests
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
@@ -114,8 +115,10 @@ final-scripts)
         --cases softmax_train rmsnorm_train --output "$out/external-baselines-rows.json"
     step external-baselines-gemm timeout 150 python3 scripts/external_baselines.py --cases matmul \
         --autotune-budget-s 100 --output "$out/external-baselines-gemm.json"
-    step gpu-tests timeout 200 python3 -m pytest -q -s -p no:cacheprovider \
-        tests/reference/test_norm_gemm_kernels.py tests/adversarial/test_l2_residency.py
+    step row-plan-grid-rmsnorm timeout 100 python3 scripts/row_plan_grid.py --op rmsnorm \
+        --repeat 2 --output "$out/row-plan-grid-rmsnorm.json"
+    step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -k compiles \
+        tests/reference/test_norm_gemm_kernels.py tests/reference/test_row_kernels.py
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac
