@@ -308,5 +308,6 @@ def test_matmul_compiles_once_per_config_for_any_m():
     added = [a - b for a, b in zip(after_first, before, strict=True)]
     # 512 x 512 is 16 tiles: dB always goes through split-K partials, whatever the split count
     assert added[2] <= 1
-    tuned = zip(added[:2], kernels[:2], strict=True)
-    assert all(n <= len(k.configs) + 1 for n, k in tuned)  # +1: dA's transposed strides
+    # the autotuner compiles every candidate once per key: the persistent kernel has two keys
+    # here (the forward, and dA with B read transposed), the rows kernel one (dB)
+    assert added[0] <= 2 * len(kernels[0].configs) and added[1] <= len(kernels[1].configs)
