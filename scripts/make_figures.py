@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,8 +71,13 @@ def _pyplot():
 
 
 def _save(figure, path: Path, source: Path, footer: str) -> None:
+    # wrapped to the figure's width (about 190 characters of 7-point text per 10 inches)
+    per_line = max(60, int(figure.get_figwidth() * 19))
+    footer = "\n".join(textwrap.wrap(footer, per_line))
+    lines = footer.count("\n") + 1
+    bottom = 0.012 * lines * 5 / figure.get_figheight()
     figure.text(0.01, 0.005, footer, fontsize=7, color="#555555", ha="left", va="bottom")
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    figure.tight_layout(rect=(0, bottom + 0.01, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     # No "Software" entry (it names the matplotlib version): the same data gives the same bytes.
     figure.savefig(path, dpi=110, metadata={"Software": None, SOURCE_KEY: sha256(source)})
@@ -93,8 +99,15 @@ def _report_footer(report: dict, source: Path) -> str:
     )
 
 
-def _bars(axis, cases: list[dict], value: Callable[[dict], float | None], skip_baseline: bool):
-    """One group of bars per case, one bar per variant name, coloured by the variant's kind."""
+def _bars(
+    axis,
+    cases: list[dict],
+    value: Callable[[dict], float | None],
+    skip_baseline: bool,
+    labels: dict[str, str],
+):
+    """One group of bars per case, one bar per variant name, coloured by the variant's kind;
+    ``labels`` renames variants in the legend."""
     names: dict[str, str] = {}
     for case in cases:
         for variant in case["variants"]:
@@ -113,7 +126,8 @@ def _bars(axis, cases: list[dict], value: Callable[[dict], float | None], skip_b
         # Variants of one kind (triton, triton:<plan>) share a hue, lighter for each later one.
         alpha = 1.0 - 0.25 * shades.get(kind, 0)
         shades[kind] = shades.get(kind, 0) + 1
-        axis.bar(xs, heights, width, label=name, color=KIND_COLORS.get(kind), alpha=max(alpha, 0.3))
+        axis.bar(xs, heights, width, label=labels.get(name, name), color=KIND_COLORS.get(kind),
+                 alpha=max(alpha, 0.3))  # fmt: skip
     axis.set_xticks(range(len(cases)))
     axis.set_xticklabels([_case_label(case) for case in cases], fontsize=7)
 
@@ -122,47 +136,70 @@ def _is_gemm(case: dict) -> bool:
     return case["op"].startswith("matmul")
 
 
+def _by_dtype(cases: list[dict]) -> list[list[dict]]:
+    """The cases in one panel per dtype (in the report's order): a sweep of every dtype has
+    87 cases, too many for one row of labelled bars."""
+    groups: dict[str, list[dict]] = {}
+    for case in cases:
+        groups.setdefault(case["dtype"], []).append(case)
+    return list(groups.values())
+
+
+def _panels(plt, cases: list[dict], value, skip_baseline: bool, labels: dict[str, str]):
+    """A figure with one row of bars per dtype; the figure and its axes."""
+    groups = _by_dtype(cases)
+    widest = max(len(group) for group in groups)
+    figure, axes = plt.subplots(
+        len(groups), 1, figsize=(max(8, 0.9 * widest), 4.2 * len(groups)), squeeze=False
+    )
+    for axis, group in zip(axes[:, 0], groups, strict=True):
+        _bars(axis, group, value, skip_baseline, labels)
+    return figure, list(axes[:, 0]), [group[0]["dtype"] for group in groups]
+
+
 def bench_figures(report: dict, source: Path, out: Path) -> list[Path]:
-    """The ratio figure, and the GB/s and TFLOP/s figures where the report has such cases."""
+    """The ratio figure, and the GB/s and TFLOP/s figures where the report has such cases;
+    each with one panel per dtype."""
     plt = _pyplot()
     stem, settings = source.stem, report["settings"]
     footer = _report_footer(report, source)
     cases = report["cases"]
     where = f"{settings['op']} ({settings['cache']} cache)"
+    mode = settings.get("compile_mode", "default")  # reports before --compile-mode: default
+    labels = {"compile": f"compile ({mode})"} if mode != "default" else {}
     written = []
 
-    figure, axis = plt.subplots(figsize=(max(8, 1.0 * len(cases)), 5))
-    _bars(axis, cases, lambda v: v["ratio_vs_eager"], skip_baseline=True)
-    axis.axhline(1.0, color="black", linewidth=0.8, label="PyTorch eager (baseline)")
-    axis.set_ylabel("eager median / variant median")
-    axis.set_title(f"{where}: speed against PyTorch eager, per case (above 1: faster)")
-    axis.legend(fontsize=7)
+    figure, axes, dtypes = _panels(plt, cases, lambda v: v["ratio_vs_eager"], True, labels)
+    for axis, dtype in zip(axes, dtypes, strict=True):
+        axis.axhline(1.0, color="black", linewidth=0.8, label="PyTorch eager (baseline)")
+        axis.set_yscale("log")  # from 0.4x to 14x: equal steps for equal factors
+        axis.yaxis.set_major_formatter(lambda y, _: f"{y:g}")
+        axis.yaxis.set_minor_formatter(lambda y, _: f"{y:g}" if y in (0.5, 2, 3, 5) else "")
+        axis.set_ylabel("eager median / variant median")
+        axis.set_title(f"{where}, {dtype}: speed against PyTorch eager (above 1: faster)")
+    axes[0].legend(fontsize=7)
     written.append(out / f"h200-{stem}-ratios.png")
     _save(figure, written[-1], source, footer)
 
     streaming = [case for case in cases if not _is_gemm(case)]
     if streaming:
-        figure, axis = plt.subplots(figsize=(max(8, 1.0 * len(streaming)), 5))
-        _bars(axis, streaming, lambda v: v["logical_gbps"], skip_baseline=False)
-        axis.axhline(
-            STREAMING_CEILING_GBPS,
-            color="red",
-            linestyle="--",
-            label=f"measured streaming ceiling, {STREAMING_CEILING_GBPS / 1e3:.2f} TB/s logical",
-        )
-        axis.set_ylabel("logical GB/s (logical bytes / median time)")
-        axis.set_title(f"{where}: bandwidth of the memory-bound cases")
-        axis.legend(fontsize=7)
+        figure, axes, dtypes = _panels(plt, streaming, lambda v: v["logical_gbps"], False, labels)
+        ceiling = f"measured streaming ceiling, {STREAMING_CEILING_GBPS / 1e3:.2f} TB/s logical"
+        for axis, dtype in zip(axes, dtypes, strict=True):
+            axis.axhline(STREAMING_CEILING_GBPS, color="red", linestyle="--", label=ceiling)
+            axis.set_ylabel("logical GB/s (logical bytes / median time)")
+            axis.set_title(f"{where}, {dtype}: bandwidth of the memory-bound cases")
+        axes[0].legend(fontsize=7)
         written.append(out / f"h200-{stem}-bandwidth.png")
         _save(figure, written[-1], source, footer)
 
     gemm = [case for case in cases if _is_gemm(case)]
     if gemm:
-        figure, axis = plt.subplots(figsize=(max(8, 1.0 * len(gemm)), 5))
-        _bars(axis, gemm, lambda v: v["tflops"], skip_baseline=False)
-        axis.set_ylabel("TFLOP/s (2MNK / median time)")
-        axis.set_title(f"{where}: GEMM throughput")
-        axis.legend(fontsize=7)
+        figure, axes, dtypes = _panels(plt, gemm, lambda v: v["tflops"], False, labels)
+        for axis, dtype in zip(axes, dtypes, strict=True):
+            axis.set_ylabel("TFLOP/s (2MNK / median time)")
+            axis.set_title(f"{where}, {dtype}: GEMM throughput")
+        axes[0].legend(fontsize=7)
         written.append(out / f"h200-{stem}-tflops.png")
         _save(figure, written[-1], source, footer)
     return written

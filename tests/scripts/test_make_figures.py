@@ -301,3 +301,23 @@ def test_a_report_that_breaks_the_schema_is_not_drawn(recorded: Path, tmp_path: 
 def test_the_lesson_figures_match_the_recorded_runs():
     """Is every figure in lessons/figures drawn from results/h200 as it is now?"""
     assert make_figures.main(["--check"]) == 0, "run `python scripts/make_figures.py`"
+
+
+def test_a_report_of_several_dtypes_gets_one_panel_per_dtype(monkeypatch):
+    """Does every dtype get its own row of bars (in the report's order), and does a
+    max-autotune compile baseline say so in the legend?"""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = [{"op": "sum", "shape": [4, 8], "dtype": dtype, "eager_variant": "torch",
+              "variants": [{"name": name, "kind": kind, "status": "timed", "ratio_vs_eager": 1.5}
+                           for name, kind in (("torch", "eager"), ("compile", "compile"))]}
+             for dtype in ("float16", "bfloat16", "float16", "float32")]  # fmt: skip
+    figure, axes, dtypes = make_figures._panels(
+        plt, cases, lambda v: v["ratio_vs_eager"], True, {"compile": "compile (max-autotune)"}
+    )
+    assert dtypes == ["float16", "bfloat16", "float32"] and len(axes) == 3
+    assert len(axes[0].get_xticks()) == 2 and len(axes[2].get_xticks()) == 1
+    assert [t.get_label() for t in axes[0].containers] == ["compile (max-autotune)"]
+    plt.close(figure)
