@@ -13,9 +13,11 @@ Two rows take the reference wrapper apart: its work before the launch alone (che
 output allocation), and Triton's launch path ``kernel[grid](...)`` with everything
 precomputed. Two more launch the same compiled binary through the C++ launcher that Inductor
 uses for its own Triton kernels (a private PyTorch API, measured, not used): alone, and with
-the wrapper's checks, plan and allocation in front of it. (A launcher that cached the compiled
-kernel and called Triton's launcher directly measured no faster than Triton's path, 14.8
-against 14.1 us: ``wrapper-overhead-launcher.log``.)
+the wrapper's checks, plan and allocation in front of it. The last column is the part of
+each call spent inside the CUDA launch API itself (``cudaLaunchKernel``, ``cuLaunchKernel`` and
+their ``Ex`` forms), timed by the profiler over 300 further calls. (A launcher that cached the
+compiled kernel and called Triton's launcher directly measured no faster than Triton's path,
+14.8 against 14.1 us: ``wrapper-overhead-launcher.log``.)
 
 Target: the reference wrapper costs no more host time per call than ``torch.softmax`` while
 still validating its inputs.
@@ -125,6 +127,31 @@ def static_launcher(compiled, device: torch.device):
     return None
 
 
+LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+
+
+def launch_api_us(call, calls: int = 300) -> tuple[float | None, list[str]]:
+    """Host microseconds per ``call()`` spent inside the CUDA launch API itself, as the
+    profiler's CUPTI callbacks time it, and the API names seen; None if none was recorded.
+
+    It splits a wrapper's host time into the driver's launch and everything around it.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(20):
+        call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    launches = [e for e in profiler.key_averages() if e.key in LAUNCH_APIS]
+    if not launches:
+        return None, []
+    total_us = sum(e.cpu_time_total for e in launches)
+    return total_us / calls, sorted(e.key for e in launches)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here")
@@ -140,7 +167,8 @@ def main(argv=None) -> int:
     timing.warm_gpu()
     library_softmax = custom_op()
     rows = []
-    print(f"{'shape':>10s}  {'wrapper':30s} {'host us/call':>12s} {'graph us':>9s}")
+    print(f"{'shape':>10s}  {'wrapper':36s} {'host us/call':>12s} {'graph us':>9s} "
+          f"{'launch API us':>13s}  API")  # fmt: skip
     for shape in SHAPES:
         x = ops.get("softmax").inputs(shape, torch.float16, 0, "cuda")["x"]
         candidates = [
@@ -156,9 +184,12 @@ def main(argv=None) -> int:
         for name, call in candidates:
             host_us = timing.host_us_per_call(call, calls=args.calls)
             graph_us = timing.graph_ms(call) * 1e3
+            api_us, apis = launch_api_us(call)
             rows.append({"shape": f"{shape[0]}x{shape[1]}", "wrapper": name,
-                         "host_us_per_call": host_us, "graph_us": graph_us})  # fmt: skip
-            print(f"{rows[-1]['shape']:>10s}  {name:30s} {host_us:12.2f} {graph_us:9.2f}")
+                         "host_us_per_call": host_us, "graph_us": graph_us,
+                         "launch_api_us_per_call": api_us, "launch_apis": apis})  # fmt: skip
+            print(f"{rows[-1]['shape']:>10s}  {name:36s} {host_us:12.2f} {graph_us:9.2f} "
+                  f"{timing.fmt(api_us, '.2f'):>13s}  {','.join(apis)}")  # fmt: skip
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",
