@@ -1,6 +1,7 @@
 """Does every recorded output (kernel-bench reports and script records) still describe the code
 in this repository?"""
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -39,3 +40,25 @@ def test_recorded_report_was_measured_on_a_gpu(path):
         for variant in case["variants"]:
             if variant["status"] == "timed":
                 assert variant["correctness"]["passed"] is True
+
+
+# The sweeps the targets are judged on: re-recorded after every change to code they measured
+# (scripts/h200_evidence.sh final, final-training), so they describe the landed code itself,
+# not a snapshot of an older version of it.
+CURRENT = ("all", "all-cold", "training", "gemm-bf16", "gemm-train", "validate-kernels")
+
+
+@pytest.mark.parametrize("name", CURRENT)
+def test_the_recorded_sweeps_measured_the_landed_code(name):
+    """Does every file a recorded sweep fingerprints still have the measured content?"""
+    data = json.loads((RESULTS / "h200" / f"{name}.json").read_text())
+    files = data["fingerprint"]["files"]
+    assert files, f"{name}.json fingerprints no file"
+    changed = [
+        path for path, digest in files.items()
+        if hashlib.sha256((RESULTS.parent / path).read_bytes()).hexdigest() != digest
+    ]  # fmt: skip
+    assert not changed, (
+        f"results/h200/{name}.json measured other versions of {', '.join(changed)}: re-record "
+        "it on the GPU (scripts/h200_evidence.sh final / final-training) after changing them"
+    )
