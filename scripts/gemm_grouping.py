@@ -17,7 +17,6 @@ Usage, from the repository root:
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from _gpu_timing import (
@@ -28,6 +27,7 @@ from _gpu_timing import (
     warm_gpu,
     write_json,
 )
+from _records import OneLineParser, positive_int
 
 # isort: split
 import torch
@@ -64,9 +64,10 @@ def classic_with(group_m: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="gemm_grouping", description=__doc__.splitlines()[0])
     parser.add_argument("--output", help="write the rows as JSON here")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--rounds", type=positive_int, default=5,
+                        help="interleaved rounds (default 5)")
     args = parser.parse_args(argv)
     require_gpu("gemm_grouping.py")
     ops.numerics_policy()

@@ -35,7 +35,6 @@ Usage, from the repository root:
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from _gpu_timing import (
@@ -47,6 +46,7 @@ from _gpu_timing import (
     warm_gpu,
     write_json,
 )
+from _records import OneLineParser, positive_int
 
 # isort: split
 import torch
@@ -221,11 +221,11 @@ def print_table(rows):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="tune_gemm", description=__doc__.splitlines()[0])
     parser.add_argument("--inductor", action="store_true", help="add Inductor max-autotune")
     parser.add_argument("--wide", action="store_true",
                         help="time more persistent tilings than the reference's three")
-    parser.add_argument("--rounds", type=int, default=5,
+    parser.add_argument("--rounds", type=positive_int, default=5,
                         help="interleaved timing rounds per case (default 5)")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)

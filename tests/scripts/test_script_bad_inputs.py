@@ -60,3 +60,13 @@ def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tm
     assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
     assert "Traceback" not in done.stderr
     assert not output.exists()
+
+
+@pytest.mark.parametrize("script", ["tune_gemm.py", "gemm_grouping.py"])
+@pytest.mark.parametrize("rounds", ["0", "two"])
+def test_gemm_scripts_reject_a_bad_round_count(script, rounds, tmp_path):
+    """An interleaved timing needs at least one round: one line, exit 2, nothing written."""
+    output = tmp_path / "out.json"
+    _one_line_exit_2(_run(script, "--rounds", rounds, "--output", output),
+                     f"{script.removesuffix('.py')}: error: ")  # fmt: skip
+    assert not output.exists()
