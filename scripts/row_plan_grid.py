@@ -49,7 +49,8 @@ def candidate_plans(
     """``(chosen, plans)``: the rule's plan and every plan worth timing at this width.
 
     Whole-row plans stack 1..8 rows (tile up to 32 KiB) with 4-32 warps, keeping 2-64 values
-    a thread; chunked plans walk 2048-16384 columns with 8-32 warps. Plans a kernel cannot
+    a thread; chunked plans walk 2048-32768 columns with 8-32 warps (a multi-pass op's
+    rows of 8192 or more also as one chunk, reread from L2). Plans a kernel cannot
     run (a whole-row plan narrower than the row) are never listed.
     """
     chosen = choose_row_plan(
@@ -65,8 +66,10 @@ def candidate_plans(
         for warps in (4, 8, 16, 32):
             if 2 <= tile // (32 * warps) <= 64 and whole <= 32768:
                 plans.add(RowPlan(whole, rows, warps, chunked=False))
-    for block in (2048, 4096, 8192, 16384):
-        if block < whole:
+    for block in (2048, 4096, 8192, 16384, 32768):
+        # a multi-pass kernel may also walk a wide row as one chunk: read it, reduce, reread
+        # it from L2, instead of keeping it in registers across the reduction
+        if block < whole or (passes > 1 and block == whole >= 8192):
             for warps in (8, 16, 32):
                 if vector <= block // (32 * warps) <= 64:
                     plans.add(RowPlan(block, 1, warps, chunked=True))
