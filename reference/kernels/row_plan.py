@@ -46,7 +46,15 @@ The rule, step by step (the constants below carry the numbers):
   (32 warps), 0.215 ms as one whole row with 32 warps and 0.202 ms with 16.
 * ``streams``: a kernel that loads several input rows per row it computes (the RMSNorm
   forward loads x and residual) counts the vectors of all of them, so each thread still holds
-  about two per stream. Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
+  about two per stream. Where each of those rows is wider than ``STREAM_ROW_BYTES`` (16 KiB),
+  the kernel does not keep them in registers at all: it walks the row as one chunk of up to
+  ``MAX_ROW_VALUES`` values, reduces, and reads the chunk again for the second pass, from L2
+  (one 32-warp program per SM: 132 rows of 2 x 128 KiB in flight are 33 MiB). Holding both
+  rows, their sum and the weight across the reduction needs more than a thread's 64 registers:
+  timed on the H200 (``row-chunk-rmsnorm-*.log``), the whole-row plan was 19% slower at
+  4096 x 32768 fp32, 4-11% slower at 8192 x 16384 in every dtype, and the rule's one-chunk
+  plan was the fastest plan, or within 1.5% of it, at 32768 and 16384 wide; torch.compile's
+  autotuner picks the same shape of kernel (one 32768-value chunk, 32 warps, in fp32). Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
   RMSNorm forward with twice the warps was faster at every 16-byte-aligned width (128: 14-16%,
   1024: 2-6%, 4096: ~1%) and its rule's median loss fell from 1.011-1.015 to 1.000; at 781
   (rows not 16-byte aligned, so no vector loads) the extra warps cost 15%, so an unaligned row
@@ -87,6 +95,7 @@ CHUNK_BYTES = 16 * 1024  # a one-pass kernel walks rows wider than this in chunk
 REREAD_CHUNK_BYTES = 32 * 1024  # a multi-pass kernel's chunk, walked by a 32-warp program
 TILE_BYTES = 4 * 1024  # narrow rows are stacked until a program's tile reaches this size
 MAX_ROW_VALUES = 32 * 32 * 32  # fp32 values of one row a program can keep in registers
+STREAM_ROW_BYTES = 16 * 1024  # a kernel loading several input rows chunks rows wider than this
 THREAD_LIVE_BYTES = 256  # stored bytes of all live rows one thread of a whole-row program keeps
 MIN_WARPS, MAX_WARPS = 4, 32
 
@@ -177,6 +186,9 @@ def choose_row_plan(
         threads = 32 * _power_of_two_at_most(MAX_WARPS // live_rows)
         thread_bytes = live_rows * row_block * element_size // threads
         chunked = row_block > MAX_ROW_VALUES or thread_bytes > THREAD_LIVE_BYTES
+        if streams > 1 and row_block * element_size > STREAM_ROW_BYTES:
+            # several wide input rows: read them, reduce, reread them from L2 in one chunk
+            chunked, chunk = True, MAX_ROW_VALUES
     block_cols = min(chunk, row_block) if chunked else row_block
 
     rows_per_program = 1

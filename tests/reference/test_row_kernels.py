@@ -191,7 +191,7 @@ def test_two_input_rows_count_twice_when_rows_are_aligned():
     from reference.kernels.rmsnorm import FORWARD_STREAMS, forward_plan
 
     assert FORWARD_STREAMS == 2
-    for n_cols, warps in ((128, 8), (1024, 8), (4096, 16), (8192, 32), (32768, 32)):
+    for n_cols, warps in ((128, 8), (1024, 8), (4096, 16), (8192, 32)):
         softmax_plan = choose_row_plan(1, n_cols, 2, passes=2)
         plan = forward_plan(1, n_cols, 2)
         assert plan.num_warps == warps, (n_cols, plan)
@@ -201,6 +201,21 @@ def test_two_input_rows_count_twice_when_rows_are_aligned():
     assert forward_plan(1, 781, 2) == choose_row_plan(1, 781, 2, passes=2)
     with pytest.raises(ValueError, match="streams=0"):
         choose_row_plan(1, 128, 2, streams=0)
+
+
+@pytest.mark.parametrize(
+    "n_cols, element_size, block, chunked",
+    [(8192, 2, 8192, False), (8192, 4, 8192, True), (16384, 2, 16384, True),
+     (32768, 2, 32768, True), (32768, 4, 32768, True), (65536, 2, 32768, True)],
+)  # fmt: skip
+def test_wide_input_rows_are_reread_from_l2_not_held(n_cols, element_size, block, chunked):
+    """Two input rows each wider than 16 KiB: one chunk of up to 32768 values, read twice
+    (row-chunk-rmsnorm-*.log), where softmax, loading one row, keeps 32768 values whole."""
+    from reference.kernels.rmsnorm import forward_plan
+
+    plan = forward_plan(1, n_cols, element_size)
+    assert (plan.block_cols, plan.chunked, plan.num_warps) == (block, chunked, 32), plan
+    assert not choose_row_plan(1, 32768, 2, passes=2).chunked
 
 
 def test_plan_ignores_the_row_count():

@@ -25,8 +25,9 @@ def test_candidates_include_the_rule_and_only_runnable_plans(n_cols, passes, liv
     assert len(plans) == len(set(plans)), "a plan is listed twice"
     for plan in plans:
         assert isinstance(plan, RowPlan)
-        if plan.chunked:
-            assert plan.block_cols < n_cols and plan.rows_per_program == 1, plan
+        if plan.chunked:  # a multi-pass op may walk a wide row as one chunk, read twice
+            one_chunk = passes > 1 and plan.block_cols == n_cols >= 8192
+            assert (plan.block_cols < n_cols or one_chunk) and plan.rows_per_program == 1, plan
         else:
             assert plan.block_cols >= n_cols, plan
 
