@@ -99,6 +99,34 @@ def host_us_per_call(call, calls: int = 2000, repeats: int = 5) -> float:
     return sorted(samples)[len(samples) // 2]
 
 
+def interleaved_host_us(
+    calls: dict[str, Callable], calls_per_sample: int = 2000, rounds: int = 7, seed: int = 0
+) -> dict[str, float]:
+    """``host_us_per_call`` of every call, sampled in ``rounds`` rounds of a shuffled order.
+
+    The H200 machine's host clock drifts: the same ``torch.softmax`` measured 5.9 and 9.0 us
+    per call in two runs minutes apart. Sampled in turns, every candidate meets the same drift.
+    """
+    for call in calls.values():
+        for _ in range(50):
+            call()
+    torch.cuda.synchronize()
+    order = list(calls)
+    shuffle = random.Random(seed)
+    samples: dict[str, list[float]] = {label: [] for label in order}
+    for _ in range(rounds):
+        shuffle.shuffle(order)
+        for label in order:
+            call = calls[label]
+            start = time.perf_counter()
+            for _ in range(calls_per_sample):
+                call()
+            elapsed = time.perf_counter() - start
+            torch.cuda.synchronize()
+            samples[label].append(elapsed / calls_per_sample * 1e6)
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
 def fresh_compile(fn):
     """A new ``torch.compile(fn, dynamic=False)``: each shape gets its own specialized graph."""
     torch._dynamo.reset()

@@ -13,7 +13,8 @@
 #   scripts/h200_evidence.sh final OUTDIR     the recorded sweeps re-run on the landed code:
 #                                             all and all-cold, every default shape and dtype
 #   scripts/h200_evidence.sh final-training OUTDIR  training, gemm-bf16 (against Inductor
-#                                             max-autotune), gemm-train, validation, wrapper cost
+#                                             max-autotune), gemm-train, validation, wrapper
+#                                             cost, the GPU-only tests of tests/reference
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
@@ -107,8 +108,9 @@ final-training)
         --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
     step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
         --output "$out/validate-kernels.json"
-    step wrapper-overhead timeout 40 python3 scripts/wrapper_overhead.py \
+    step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
         --output "$out/wrapper-overhead.json"
+    step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/reference
     ;;
 final-scripts)
     step external-baselines-rows timeout 150 python3 scripts/external_baselines.py \

@@ -6,18 +6,25 @@ At 1024x1024 fp16 the kernel itself takes ~2.5 us; the host work around it (argu
 the plan, Triton's launcher binding its arguments) can take as long. This script calls each
 wrapper many times in a row with no graph, syncs, and divides the host clock by the count
 (the GPU queue absorbs the kernels; if the GPU were the bottleneck, every row would show the
-kernel time instead, so the kernel-only graph time is printed too). Candidates:
-``torch.softmax``; the reference ``softmax`` (checks, cached plan, ``kernel[grid](...)``);
-the same kernel through a ``torch.library`` custom op; ``torch.compile`` of ``torch.softmax``.
-Two rows take the reference wrapper apart: its work before the launch alone (checks, plan,
-output allocation), and Triton's launch path ``kernel[grid](...)`` with everything
-precomputed. Two more launch the same compiled binary through the C++ launcher that Inductor
-uses for its own Triton kernels (a private PyTorch API, measured, not used): alone, and with
-the wrapper's checks, plan and allocation in front of it. The last column is the part of
-each call spent inside the CUDA launch API itself (``cudaLaunchKernel``, ``cuLaunchKernel`` and
-their ``Ex`` forms), timed by the profiler over 300 further calls. (A launcher that cached the
-compiled kernel and called Triton's launcher directly measured no faster than Triton's path,
-14.8 against 14.1 us: ``wrapper-overhead-launcher.log``.)
+kernel time instead, so the kernel-only graph time is printed too). The host clock of the
+H200 machine drifts by up to 2x over minutes, so the wrappers of a shape are sampled in
+shuffled turns (``--rounds``, 7 by default) and each row is the median of its samples. Candidates:
+``torch.softmax``; the reference ``softmax`` (checks, cached plan, and
+``reference.kernels.launch.Launcher``, which calls the binary's C launch function directly
+once Triton has compiled it); the same kernel through a ``torch.library`` custom op;
+``torch.compile`` of ``torch.softmax``. The rows after them take a launch apart: the
+wrapper's work before the launch (checks, plan, output allocation) and the allocation alone,
+two ways; the wrapper as it was with Triton's path ``kernel[grid](...)``; that path alone with
+everything precomputed; then the layers under it, each called directly: the compiled binary's
+runner, Triton's Python launcher, and the launcher's C function (argument parsing, a driver
+check of every pointer, the driver's launch). Two more launch the same binary through the C++
+launcher that Inductor uses for its own Triton kernels (a private PyTorch API, measured, not
+used): alone, and with the wrapper's checks, plan and allocation in front of it. The last
+column is the part of each call spent inside the CUDA launch API itself
+(``cudaLaunchKernel``, ``cuLaunchKernel`` and their ``Ex`` forms), timed by the profiler over
+300 further calls. (An earlier round's launcher that cached the compiled binary but still
+called its runner measured no faster than Triton's path, 14.8 against 14.1 us,
+``wrapper-overhead-launcher.log``: the runner builds launch metadata for hooks on every call.)
 
 Target: the reference wrapper costs no more host time per call than ``torch.softmax`` while
 still validating its inputs.
@@ -34,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser, positive_int  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
@@ -76,15 +84,37 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         choose_row_plan(rows, cols, x.element_size(), passes=2)
         torch.empty((rows, cols), dtype=x.dtype, device=x.device)
 
+    def setup_and_triton_path():  # the reference wrapper before it used launch.Launcher
+        rows_, cols = check_rows(x, "softmax")
+        plan_ = choose_row_plan(rows_, cols, x.element_size(), passes=2)
+        out = torch.empty((rows_, cols), dtype=x.dtype, device=x.device)
+        kernel[plan_.grid(rows_)](x, out, rows_, x.stride(0), out.stride(0),
+                                  N=cols, BLOCK=plan_.block_cols, ROWS=plan_.rows_per_program,
+                                  num_warps=plan_.num_warps, num_stages=plan_.num_stages)
+        return out
+
+    compiled = kernel[grid](*args, **constexprs, **options)  # Triton returns the binary
+    grid_xyz = (*grid, 1, 1)[:3]
+    stream = torch.cuda.current_stream().cuda_stream
+    all_args = (*args, *constexprs.values())  # the launcher takes every parameter, in order
+    md, fn = compiled.packed_metadata, compiled.function
     rows = [
         ("setup only (no launch)", setup),
+        ("torch.empty((M, N), dtype, device)",
+         lambda: torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)),
+        ("torch.empty_like(x)", lambda: torch.empty_like(x)),
+        ("setup + kernel[grid] (wrapper before)", setup_and_triton_path),
         ("kernel[grid] (Triton's path)", lambda: kernel[grid](*args, **constexprs, **options)),
+        ("compiled[grid] (the binary's runner)", lambda: compiled[grid_xyz](*all_args)),
+        ("CompiledKernel.run (Python launcher)",
+         lambda: compiled.run(*grid_xyz, stream, fn, md, None, None, None, *all_args)),
+        ("the launcher's C function",
+         lambda: compiled.run.launch(*grid_xyz, stream, fn, 0, 0, None, None, md, None, None,
+                                     None, *all_args)),
     ]
-    compiled = kernel[grid](*args, **constexprs, **options)  # Triton returns the binary
     static = static_launcher(compiled, x.device)
     if static is None:
         return rows
-    grid_xyz = (*grid, 1, 1)[:3]
 
     def static_launch():
         static.run(*grid_xyz, torch.cuda.current_stream().cuda_stream, *args)
@@ -153,9 +183,12 @@ def launch_api_us(call, calls: int = 300) -> tuple[float | None, list[str]]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here")
-    parser.add_argument("--calls", type=int, default=2000, help="calls per host-clock sample")
+    parser.add_argument("--calls", type=positive_int, default=2000,
+                        help="calls per host-clock sample")  # fmt: skip
+    parser.add_argument("--rounds", type=positive_int, default=7,
+                        help="host-clock samples per wrapper, taken in shuffled turns")  # fmt: skip
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     return parser.parse_args(argv)
 
@@ -181,8 +214,9 @@ def main(argv=None) -> int:
         if not args.no_compile:
             compiled = timing.fresh_compile(lambda t: torch.softmax(t, dim=-1))
             candidates.append(("torch.compile(torch.softmax)", functools.partial(compiled, x)))
+        host = timing.interleaved_host_us(dict(candidates), args.calls, rounds=args.rounds)
         for name, call in candidates:
-            host_us = timing.host_us_per_call(call, calls=args.calls)
+            host_us = host[name]
             graph_us = timing.graph_ms(call) * 1e3
             api_us, apis = launch_api_us(call)
             rows.append({"shape": f"{shape[0]}x{shape[1]}", "wrapper": name,

@@ -324,9 +324,9 @@ def _persistent_configs(interpreter: bool) -> list[triton.Config]:
         return [triton.Config(tile, num_warps=4, num_stages=1)]
 
     def config(bm, bn, bk, warps, stages, subtile):
-        # GROUP_M 16: on the H200 8192^3 bf16 ran 807 TFLOP/s with 16, 791 with 4, 721 with 8
-        # and 689 with 1; 16384 x 1024 x 1024 was equal with 4 and 16, 6% slower with 8
-        # (results/h200/gemm-grouping.log). Why 8 is worse than both neighbours is not known.
+        # GROUP_M 16: timed interleaved on the H200 (results/h200/gemm-grouping-interleaved.log),
+        # 8192^3 bf16 ran 681 TFLOP/s with 16, 680 with 8, 656 with 4 and 646 with 1. (A
+        # sequential run had 8 10% behind 16: its place in the order, not the grouping.)
         tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, EPILOGUE_SUBTILE=subtile)
         return triton.Config(tile, num_warps=warps, num_stages=stages)
 

@@ -50,19 +50,20 @@ The rule, step by step (the constants below carry the numbers):
   (32 warps), 0.215 ms as one whole row with 32 warps and 0.202 ms with 16.
 * ``streams``: a kernel that loads several input rows per row it computes (the RMSNorm
   forward loads x and residual) counts the vectors of all of them, so each thread still holds
-  about two per stream. Where each of those rows is wider than ``STREAM_ROW_BYTES`` (16 KiB),
-  the kernel does not keep them in registers at all: it walks the row as one chunk of up to
-  ``MAX_ROW_VALUES`` values, reduces, and reads the chunk again for the second pass, from L2
-  (one 32-warp program per SM: 132 rows of 2 x 128 KiB in flight are 33 MiB). Holding both
-  rows, their sum and the weight across the reduction needs more than a thread's 64 registers:
-  timed on the H200 (``row-chunk-rmsnorm-*.log``), the whole-row plan was 19% slower at
-  4096 x 32768 fp32, 4-11% slower at 8192 x 16384 in every dtype, and the rule's one-chunk
-  plan was the fastest plan, or within 1.5% of it, at 32768 and 16384 wide; torch.compile's
-  autotuner picks the same shape of kernel (one 32768-value chunk, 32 warps, in fp32). Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
+  about two per stream. Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
   RMSNorm forward with twice the warps was faster at every 16-byte-aligned width (128: 14-16%,
   1024: 2-6%, 4096: ~1%) and its rule's median loss fell from 1.011-1.015 to 1.000; at 781
   (rows not 16-byte aligned, so no vector loads) the extra warps cost 15%, so an unaligned row
   counts one stream.
+* **Several input rows, each wider than** ``STREAM_ROW_BYTES`` (16 KiB): the kernel does not
+  keep them in registers at all. It walks the row as one chunk of up to ``MAX_ROW_VALUES``
+  values, reduces, and reads the chunk again for the second pass, from L2 (one 32-warp
+  program per SM: 132 rows of 2 x 128 KiB in flight are 33 MiB). Holding both rows, their
+  sum and the weight across the reduction needs more than a thread's 64 registers. Timed on
+  the H200 (``row-chunk-rmsnorm-*.log``), the whole-row plan was 19% slower at 4096 x 32768
+  fp32 and 4-11% slower at 8192 x 16384 in every dtype; the one-chunk plan was the fastest
+  plan, or within 1.5% of it, at 32768 and 16384 wide. torch.compile's autotuner picks the
+  same shape of kernel (one 32768-value chunk, 32 warps, in fp32).
 * ``num_stages`` is 1. It asks Triton's software pipeliner to issue a chunk loop's next
   loads before the current chunk is consumed; on the H200 every chunked candidate ran slower
   with 2 stages than with 1 (the 4096 x 32768 fp16 row sum: 0.065 ms against 0.060 ms): the

@@ -45,8 +45,9 @@ def test_candidates_hold_the_rule_and_only_runnable_plans(op, shape):
     assert chosen in plans and len(plans) == len(set(plans)) > 1
     for plan in plans:
         assert isinstance(plan, RowPlan)
-        if plan.chunked:
-            assert plan.block_cols < shape[1] and plan.rows_per_program == 1, plan
+        if plan.chunked:  # a multi-pass op may walk a wide row as one chunk, read twice
+            one_chunk = sweep.OPS[op][0] > 1 and plan.block_cols == shape[1] >= 8192
+            assert (plan.block_cols < shape[1] or one_chunk) and plan.rows_per_program == 1, plan
         else:
             assert plan.block_cols >= shape[1], plan
 

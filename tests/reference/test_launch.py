@@ -1,0 +1,91 @@
+"""Does ``reference.kernels.launch.Launcher`` launch exactly what ``kernel[grid]`` would?
+
+The key tests run everywhere; the direct launches themselves need a compiled kernel (GPU).
+"""
+
+import learning  # noqa: F401  (chooses the backend before triton is imported)
+
+# isort: split
+import pytest
+import torch
+from triton import knobs
+
+from learning.check.kernel_guards import LaunchCounter
+from learning.runtime import interpreting
+from reference.kernels import launch
+from reference.kernels import softmax as softmax_module
+
+GPU = pytest.mark.skipif(
+    interpreting() or not torch.cuda.is_available(), reason="needs a CUDA device"
+)
+
+
+def test_the_key_tells_apart_what_triton_compiles_apart():
+    """Alignment, dtype and each integer class Triton specializes on change the key."""
+    buffer = torch.zeros(64, dtype=torch.float16)
+    aligned, shifted = buffer[:32], buffer[1:33]
+    key = launch._specialization
+    assert key((aligned,)) == key((buffer[8:40],))  # 16 bytes further: still aligned
+    assert key((aligned,)) != key((shifted,))
+    assert key((aligned,)) != key((aligned.float(),))
+    assert len({key((value,)) for value in (1, 2, 16, 32, 2**31, 2**40)}) == 4
+    assert key((2, 3.5, True)) == key((34, 0.25, True))  # same classes: same binary
+    assert key((object(),)) is None  # not a kind it can key: Triton's path every time
+
+
+def test_a_launch_hook_or_a_launch_counter_turns_the_fast_path_off():
+    """An empty hook chain is no hook; a registered hook, or a wrapped run, is a watcher."""
+    assert not launch._watched()
+
+    def hook(metadata):
+        pass
+
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert launch._watched()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    with LaunchCounter():
+        assert launch._watched()
+    assert not launch._watched()
+
+
+@pytest.mark.skipif(not interpreting(), reason="the interpreter's path")
+def test_the_interpreter_always_takes_tritons_path():
+    x = torch.randn((4, 64))
+    before = softmax_module._launch_fwd.direct_launches
+    for _ in range(3):
+        torch.testing.assert_close(softmax_module.softmax(x), torch.softmax(x, -1))
+    assert softmax_module._launch_fwd.direct_launches == before
+
+
+@pytest.mark.gpu
+@GPU
+def test_direct_launches_match_tritons_path_bit_for_bit():
+    """Aligned and unaligned inputs, fp16 and fp32: the same bits as ``kernel[grid]``."""
+    torch.manual_seed(0)
+    launcher = softmax_module._launch_fwd
+    for dtype in (torch.float16, torch.float32):
+        base = torch.randn(1024 * 1024 + 8, device="cuda", dtype=dtype)
+        for offset in (0, 1):  # offset 1: the rows do not start on a 16-byte boundary
+            x = base[offset : offset + 1024 * 1024].view(1024, 1024)
+            first = softmax_module.softmax(x)  # a new key: Triton's path, then filed
+            before = launcher.direct_launches
+            again = [softmax_module.softmax(x) for _ in range(3)]
+            assert launcher.direct_launches == before + 3, "the fast path was not taken"
+            for y in again:
+                assert torch.equal(y, first)
+            torch.testing.assert_close(first.float(), torch.softmax(x.float(), -1),
+                                       atol=2e-3, rtol=0)  # fmt: skip
+
+
+@pytest.mark.gpu
+@GPU
+def test_the_checker_still_counts_every_launch():
+    x = torch.randn((64, 256), device="cuda", dtype=torch.float16)
+    softmax_module.softmax(x)
+    softmax_module.softmax(x)
+    with LaunchCounter() as counter:
+        for _ in range(3):
+            softmax_module.softmax(x)
+    assert counter.kernels == ["_softmax_fwd_kernel"] * 3
