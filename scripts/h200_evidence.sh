@@ -15,12 +15,14 @@
 #   scripts/h200_evidence.sh final-training OUTDIR  training, gemm-bf16 (against Inductor
 #                                             max-autotune), gemm-train, validation, wrapper
 #                                             cost, the GPU-only tests of tests/reference
+#   scripts/h200_evidence.sh final-rows OUTDIR      all, all-cold, training, validation, wrapper
+#                                             cost, GPU tests: what a row-kernel change stales
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-scripts OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-scripts OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -106,6 +108,21 @@ final-training)
         --compile-mode max-autotune $recorded --output "$out/gemm-bf16.json"
     step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
         --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
+    step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
+        --output "$out/validate-kernels.json"
+    step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
+        --output "$out/wrapper-overhead.json"
+    step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/reference
+    ;;
+final-rows)
+    # after a change that only the row kernels import (gemm-bf16 and gemm-train fingerprint
+    # matmul.py alone and stay valid): the other recorded sweeps, the wrapper cost, GPU tests
+    step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
+        --output "$out/all.json"
+    step all-cold timeout 280 python3 -m learning.bench --op all --compile --cache cold \
+        $recorded --output "$out/all-cold.json"
+    step training timeout 150 python3 -m learning.bench --op training --dtype float16 --compile \
+        --output "$out/training.json"
     step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
         --output "$out/validate-kernels.json"
     step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \

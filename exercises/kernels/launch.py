@@ -27,11 +27,14 @@ registered).
 :class:`Launcher` keeps, for each specialization it has seen, the binary Triton compiled and
 its C launch function, and calls that function directly: the arguments still reach the driver
 through Triton's own launcher (which still checks that every pointer is device memory), but
-the binding, the key hashing and the metadata are skipped. Its own key is computed the way
-Triton specializes (same dtypes, same 16-byte alignments, same integer classes, same
-compile-time values and options): an argument Triton would compile differently for always
-gets its own entry, and the first call with a new key goes through ``kernel[grid]`` (which
-compiles if it must) and records the binary it used.
+the binding, the key hashing and the metadata are skipped. Its key is Triton's own
+specialization of each argument (Triton's native ``specialize_impl``, with the kernel's
+backend: dtype and 16-byte alignment of a tensor; i32, i64 or u64 and "is 1", "is a multiple
+of 16" of an integer), the compile-time values and the options: an argument Triton would
+compile differently for always gets its own entry, and the first call with a new key goes
+through ``kernel[grid]`` (which compiles if it must) and records the binary it used. It
+leans on Triton 3.6's internals (that function, ``CompiledKernel.run.launch`` and its
+argument order); ``tests/reference/test_launch.py`` checks them on a GPU.
 
 Triton's path is used every time when the fast one cannot be exact or would hide a launch:
 under the interpreter (there is no binary), while something watches launches (the checker
@@ -51,28 +54,20 @@ from __future__ import annotations
 
 import torch
 from triton import knobs
+from triton._C.libtriton import native_specialize_impl
 from triton.runtime.jit import JITFunction
 
 _TRITONS_RUN = JITFunction.run  # Triton's own launch path, to tell when someone wraps it
 
-_I32 = range(-(2**31), 2**31)
 
-
-def _specialization(args: tuple) -> tuple | None:
-    """What Triton compiles a new binary for, argument by argument; None: not ours to key."""
-    key = []
-    for arg in args:
-        if isinstance(arg, torch.Tensor):
-            key.append((arg.dtype, arg.data_ptr() % 16 == 0))
-        elif isinstance(arg, bool) or arg is None:
-            key.append(arg)
-        elif isinstance(arg, int):
-            key.append((arg in _I32, arg == 1, arg % 16 == 0))
-        elif isinstance(arg, float):
-            key.append(float)
-        else:
-            return None
-    return tuple(key)
+def _specialization(backend, args: tuple) -> tuple | None:
+    """What Triton compiles a new binary for, argument by argument, as Triton itself works it
+    out (every argument specialized, which is finer than a ``do_not_specialize`` argument
+    needs); None for an argument Triton cannot specialize (Triton's path then reports it)."""
+    try:
+        return tuple(native_specialize_impl(backend, arg, False, True, True) for arg in args)
+    except TypeError:
+        return None
 
 
 def _watched() -> bool:
@@ -104,7 +99,8 @@ class Launcher:
             self.kernel[grid](*args, **meta)
             return
         device = torch.cuda.current_device()
-        specialization = _specialization(args)
+        backend = self.kernel.device_caches[device][3]  # what kernel[grid] specializes with
+        specialization = _specialization(backend, args)
         key = None if specialization is None else (device, specialization, *meta.items())
         entry = self.binaries.get(key) if key is not None else None
         if entry is None:

@@ -9,6 +9,7 @@ import learning  # noqa: F401  (chooses the backend before triton is imported)
 import pytest
 import torch
 from triton import knobs
+from triton.backends.compiler import BaseBackend
 
 from learning.check.kernel_guards import LaunchCounter
 from learning.runtime import interpreting
@@ -24,11 +25,17 @@ def test_the_key_tells_apart_what_triton_compiles_apart():
     """Alignment, dtype and each integer class Triton specializes on change the key."""
     buffer = torch.zeros(64, dtype=torch.float16)
     aligned, shifted = buffer[:32], buffer[1:33]
-    key = launch._specialization
+
+    def key(args):
+        return launch._specialization(BaseBackend, args)  # the CUDA backend inherits these
+
     assert key((aligned,)) == key((buffer[8:40],))  # 16 bytes further: still aligned
     assert key((aligned,)) != key((shifted,))
     assert key((aligned,)) != key((aligned.float(),))
-    assert len({key((value,)) for value in (1, 2, 16, 32, 2**31, 2**40)}) == 4
+    # 1 | i32 | i32 multiple of 16 (twice) | i64 (twice) | i64 multiple of 16 | u64
+    values = (1, 2, 16, 32, 2**31 + 1, -(2**40) - 1, 2**40, 2**63)
+    assert len({key((value,)) for value in values}) == 6
+    assert key((2**63,)) != key((2**63 - 16,))  # u64 and i64: different binaries
     assert key((2, 3.5, True)) == key((34, 0.25, True))  # same classes: same binary
     assert key((object(),)) is None  # not a kind it can key: Triton's path every time
 
