@@ -37,6 +37,33 @@ step() {
     if [ -n "${EVIDENCE_TAR:-}" ]; then tar czf "$EVIDENCE_TAR" -C "$(dirname "$out")" "$(basename "$out")"; fi
 }
 recorded="--samples 15 --visits 5"
+# The recorded sweeps (tests/results/ checks that they measured the landed files), by name.
+record() {
+    local name
+    for name in "$@"; do
+        case $name in
+        # every default shape and dtype, torch.compile per case (dynamic=False), warm and cold
+        all) step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
+            --output "$out/all.json" ;;
+        all-cold) step all-cold timeout 280 python3 -m learning.bench --op all --compile \
+            --cache cold $recorded --output "$out/all-cold.json" ;;
+        training) step training timeout 150 python3 -m learning.bench --op training \
+            --dtype float16 --compile --output "$out/training.json" ;;
+        gemm-bf16) step gemm-bf16 timeout 150 python3 -m learning.bench --op matmul \
+            --dtype bfloat16 --compile --compile-mode max-autotune $recorded \
+            --output "$out/gemm-bf16.json" ;;
+        gemm-train) step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
+            --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json" ;;
+        validate-kernels) step validate-kernels timeout 150 python3 scripts/validate_kernels.py \
+            --no-timing --output "$out/validate-kernels.json" ;;
+        wrapper-overhead) step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
+            --output "$out/wrapper-overhead.json" ;;
+        gpu-tests) step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider \
+            -m gpu tests/reference ;;
+        *) echo "record: no sweep named $name" >&2; return 2 ;;
+        esac
+    done
+}
 case $part in
 sweeps)
     step all bench --op all --dtype float16 $recorded --output "$out/all.json"
@@ -95,39 +122,15 @@ chunks)
         --ops softmax,rmsnorm,rmsnorm_bwd --repeat 2 --output "$out/row-chunk-sweep.json"
     ;;
 final)
-    # every default shape and dtype, torch.compile per case (dynamic=False), warm and cold
-    step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
-        --output "$out/all.json"
-    step all-cold timeout 280 python3 -m learning.bench --op all --compile --cache cold \
-        $recorded --output "$out/all-cold.json"
+    record all all-cold
     ;;
 final-training)
-    step training timeout 150 python3 -m learning.bench --op training --dtype float16 --compile \
-        --output "$out/training.json"
-    step gemm-bf16 timeout 150 python3 -m learning.bench --op matmul --dtype bfloat16 --compile \
-        --compile-mode max-autotune $recorded --output "$out/gemm-bf16.json"
-    step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
-        --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json"
-    step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
-        --output "$out/validate-kernels.json"
-    step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
-        --output "$out/wrapper-overhead.json"
-    step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/reference
+    record training gemm-bf16 gemm-train validate-kernels wrapper-overhead gpu-tests
     ;;
 final-rows)
     # after a change that only the row kernels import (gemm-bf16 and gemm-train fingerprint
     # matmul.py alone and stay valid): the other recorded sweeps, the wrapper cost, GPU tests
-    step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
-        --output "$out/all.json"
-    step all-cold timeout 280 python3 -m learning.bench --op all --compile --cache cold \
-        $recorded --output "$out/all-cold.json"
-    step training timeout 150 python3 -m learning.bench --op training --dtype float16 --compile \
-        --output "$out/training.json"
-    step validate-kernels timeout 150 python3 scripts/validate_kernels.py --no-timing \
-        --output "$out/validate-kernels.json"
-    step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
-        --output "$out/wrapper-overhead.json"
-    step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -m gpu tests/reference
+    record all all-cold training validate-kernels wrapper-overhead gpu-tests
     ;;
 final-scripts)
     step external-baselines-rows timeout 150 python3 scripts/external_baselines.py \
