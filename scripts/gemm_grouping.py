@@ -80,7 +80,9 @@ def main(argv=None) -> int:
         checked, calls = [], {}
         for group_m in GROUPS:
             persistent = triton.Config(
-                dict(TILE, GROUP_M=group_m, EPILOGUE_SUBTILE=True), num_warps=WARPS,
+                dict(TILE, GROUP_M=group_m, EPILOGUE_SUBTILE=True, WARP_SPECIALIZE=False,
+                     FLATTEN=True),
+                num_warps=WARPS,
                 num_stages=STAGES,
             )  # fmt: skip
             for kernel, fn in (("persistent", persistent_with(persistent)),

@@ -19,10 +19,13 @@
 #                                             cost, GPU tests: what a row-kernel change stales
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
+#   scripts/h200_evidence.sh probes OUTDIR    the launcher's GPU tests, the wrapper cost, the
+#                                             streaming ceiling by read:write mix, the GEMM
+#                                             with warp-specialized tilings
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-scripts OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-scripts|probes OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -141,6 +144,16 @@ final-scripts)
         --repeat 2 --output "$out/row-plan-grid-rmsnorm.json"
     step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -k compiles \
         tests/reference/test_norm_gemm_kernels.py tests/reference/test_row_kernels.py
+    ;;
+probes)
+    step gpu-tests-launch timeout 120 python3 -m pytest -q -s -p no:cacheprovider -m gpu \
+        tests/reference/test_launch.py
+    step wrapper-overhead-replay timeout 150 python3 scripts/wrapper_overhead.py \
+        --output "$out/wrapper-overhead-replay.json"
+    step stream-ceiling timeout 90 python3 scripts/stream_ceiling.py \
+        --output "$out/stream-ceiling.json"
+    step tune-gemm-ws timeout 300 python3 scripts/tune_gemm.py --warp-specialize --forward-only \
+        --output "$out/tune-gemm-ws.json"
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

@@ -70,9 +70,11 @@ DEVICE = "cuda"
 def tile_label(config: triton.Config) -> str:
     kw = config.kwargs
     subtile = " sub" if kw.get("EPILOGUE_SUBTILE") else ""
+    ws = " ws" if kw.get("WARP_SPECIALIZE") else ""
+    nested = " nested" if not kw.get("FLATTEN", True) else ""
     return (
         f"persistent {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} "
-        f"w{config.num_warps} s{config.num_stages} g{kw['GROUP_M']}{subtile}"
+        f"w{config.num_warps} s{config.num_stages} g{kw['GROUP_M']}{subtile}{ws}{nested}"
     )
 
 
@@ -100,21 +102,38 @@ def persistent_with(config: triton.Config):
     return call
 
 
+def _config(bm, bn, bk, warps, stages, subtile, group, ws=False, flatten=True):
+    tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, EPILOGUE_SUBTILE=subtile,
+                WARP_SPECIALIZE=ws, FLATTEN=flatten)  # fmt: skip
+    return triton.Config(tile, num_warps=warps, num_stages=stages)
+
+
 def wide_configs() -> list[triton.Config]:
     """``--wide``: the reference's tilings plus neighbours (stages, tile shape, warps, group)."""
-    extra = []
-    for bm, bn, bk, warps, stages, subtile, group in (
-        (128, 256, 64, 8, 4, True, 16),
-        (256, 128, 64, 8, 3, True, 16),
-        (128, 128, 64, 4, 4, False, 16),
-        (128, 128, 128, 8, 3, True, 16),
-        (64, 256, 64, 4, 4, True, 16),
-        (128, 256, 64, 8, 3, True, 8),
-        (128, 256, 64, 8, 3, True, 4),
-    ):
-        tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, EPILOGUE_SUBTILE=subtile)
-        extra.append(triton.Config(tile, num_warps=warps, num_stages=stages))
+    extra = [
+        _config(128, 256, 64, 8, 4, True, 16),
+        _config(256, 128, 64, 8, 3, True, 16),
+        _config(128, 128, 64, 4, 4, False, 16),
+        _config(128, 128, 128, 8, 3, True, 16),
+        _config(64, 256, 64, 4, 4, True, 16),
+        _config(128, 256, 64, 8, 3, True, 8),
+        _config(128, 256, 64, 8, 3, True, 4),
+    ]
     return [*gemm._persistent_configs(False), *extra]
+
+
+def warp_specialized_configs() -> list[triton.Config]:
+    """``--warp-specialize``: the reference's tilings with Triton's automatic warp
+    specialization of the tile loop (Hopper's pass in Triton 3.6), flattened and nested."""
+    configs = []
+    for config in gemm._persistent_configs(False):
+        for flatten in (True, False):
+            kw = dict(config.kwargs, WARP_SPECIALIZE=True, FLATTEN=flatten)
+            configs.append(triton.Config(kw, num_warps=config.num_warps,
+                                         num_stages=config.num_stages))  # fmt: skip
+    configs.append(_config(128, 256, 64, 4, 3, True, 16, ws=True))  # one consumer warp group
+    configs.append(_config(128, 128, 64, 4, 4, True, 16, ws=True))
+    return configs
 
 
 def inductor_mm():
@@ -150,7 +169,7 @@ def measure_all(spec, candidates, inputs, dtype, flops, rows, case, rounds) -> N
         rows.append(row)
 
 
-def forward_case(shape, dtype, use_inductor, wide, rounds, rows):
+def forward_case(shape, dtype, use_inductor, wide, warp_specialize, rounds, rows):
     spec = ops.get("matmul")
     case = f"matmul {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
@@ -158,6 +177,8 @@ def forward_case(shape, dtype, use_inductor, wide, rounds, rows):
     candidates.append(("classic", lambda a, b: gemm._launch(gemm._matmul_kernel, a, b)))
     if dtype != torch.float32:
         configs = wide_configs() if wide else gemm._persistent_configs(False)
+        if warp_specialize:
+            configs = [*configs, *warp_specialized_configs()]
         for config in configs:
             candidates.append((tile_label(config), persistent_with(config)))
     candidates.append(("torch.mm", spec.baselines["torch"]))
@@ -225,6 +246,10 @@ def main(argv=None) -> int:
     parser.add_argument("--inductor", action="store_true", help="add Inductor max-autotune")
     parser.add_argument("--wide", action="store_true",
                         help="time more persistent tilings than the reference's three")
+    parser.add_argument("--warp-specialize", action="store_true",
+                        help="add the reference's tilings with warp specialization")
+    parser.add_argument("--forward-only", action="store_true",
+                        help="skip the training cases")
     parser.add_argument("--rounds", type=positive_int, default=5,
                         help="interleaved timing rounds per case (default 5)")
     parser.add_argument("--output", help="write the rows as JSON here")
@@ -235,9 +260,10 @@ def main(argv=None) -> int:
     warm_gpu()
     rows: list[dict] = []
     for shape, dtype in FORWARD_CASES:
-        forward_case(shape, dtype, args.inductor, args.wide, args.rounds, rows)
+        forward_case(shape, dtype, args.inductor, args.wide, args.warp_specialize, args.rounds,
+                     rows)  # fmt: skip
         print(f"  {shape} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
-    for shape, dtype in TRAIN_CASES:
+    for shape, dtype in () if args.forward_only else TRAIN_CASES:
         train_case(shape, dtype, args.rounds, rows)
         print(f"  train {shape} done at {time.perf_counter() - started:.0f} s", flush=True)
     add_ratios(rows)

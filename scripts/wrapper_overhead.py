@@ -9,15 +9,20 @@ wrapper many times in a row with no graph, syncs, and divides the host clock by 
 kernel time instead, so the kernel-only graph time is printed too). The host clock of the
 H200 machine drifts by up to 2x over minutes, so the wrappers of a shape are sampled in
 shuffled turns (``--rounds``, 7 by default) and each row is the median of its samples. Candidates:
-``torch.softmax``; the reference ``softmax`` (checks, cached plan, and
-``reference.kernels.launch.Launcher``, which calls the binary's C launch function directly
-once Triton has compiled it); the same kernel through a ``torch.library`` custom op;
-``torch.compile`` of ``torch.softmax``. The rows after them take a launch apart: the
+``torch.softmax``; the reference ``softmax`` (a repeat call finds the launch it made for
+that input signature and replays it: ``reference.kernels.launch.Replays``; a first call runs
+the checks and the plan and launches through ``Launcher``, which calls the binary's C launch
+function directly once Triton has compiled it); the same kernel through a ``torch.library``
+custom op; ``torch.compile`` of ``torch.softmax``. The rows after them take a launch apart: the
 wrapper's work before the launch (checks, plan, output allocation) and the allocation alone,
 two ways; the wrapper as it was with Triton's path ``kernel[grid](...)``; that path alone with
 everything precomputed; then the layers under it, each called directly: the compiled binary's
 runner, Triton's Python launcher, and the launcher's C function (argument parsing, a driver
-check of every pointer, the driver's launch). Two more launch the same binary through the C++
+check of every pointer, the driver's launch), and that function given the pointers as
+integers (no driver check). Three more take the reference wrapper's repeat-call path apart:
+``softmax_fwd`` with its plan passed in (no replay: every check and the launcher's key on
+every call), the lookup of the replay alone (``Replays.find``), and the allocation plus the
+replay without the lookup. Two more launch the same binary through the C++
 launcher that Inductor uses for its own Triton kernels (a private PyTorch API, measured, not
 used): alone, and with the wrapper's checks, plan and allocation in front of it. The last
 column is the part of each call spent inside the CUDA launch API itself
@@ -98,6 +103,14 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
     stream = torch.cuda.current_stream().cuda_stream
     all_args = (*args, *constexprs.values())  # the launcher takes every parameter, in order
     md, fn = compiled.packed_metadata, compiled.function
+    pointer_args = (x.data_ptr(), y.data_ptr(), *all_args[2:])  # no driver check of each
+    softmax.softmax_fwd(x)  # files the wrapper's replay for x's signature
+    replay = softmax._fwd_replays.find(x)
+
+    def replay_only():
+        out = torch.empty_like(x)
+        replay(x, out)
+        return out
     rows = [
         ("setup only (no launch)", setup),
         ("torch.empty((M, N), dtype, device)",
@@ -111,6 +124,12 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         ("the launcher's C function",
          lambda: compiled.run.launch(*grid_xyz, stream, fn, 0, 0, None, None, md, None, None,
                                      None, *all_args)),
+        ("the C function, integer pointers",
+         lambda: compiled.run.launch(*grid_xyz, stream, fn, 0, 0, None, None, md, None, None,
+                                     None, *pointer_args)),
+        ("softmax_fwd, plan given (no replay)", lambda: softmax.softmax_fwd(x, plan)),
+        ("Replays.find(x)", lambda: softmax._fwd_replays.find(x)),
+        ("empty_like + Replay (no find)", replay_only),
     ]
     static = static_launcher(compiled, x.device)
     if static is None:

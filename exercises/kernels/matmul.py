@@ -247,6 +247,8 @@ def _matmul_persistent(
     B_COLUMN_MAJOR: tl.constexpr,  # B's memory is N x K (stride_bk == 1)
     C_DESCRIPTOR: tl.constexpr,  # C's rows are 16-byte aligned: store through a descriptor
     DOT_IN_FP32: tl.constexpr,  # upcast tiles before tl.dot (interpreter, bf16 only)
+    WARP_SPECIALIZE: tl.constexpr,  # split the tile loop into loading and multiplying warps
+    FLATTEN: tl.constexpr,  # pipeline the tile and K loops as one loop
 ):
     # The same traffic as _matmul_tile; what changes is who moves it. A tensor descriptor hands
     # each tile load to the TMA unit (one instruction, edges zero-filled, stores clipped: no
@@ -279,7 +281,10 @@ def _matmul_persistent(
     tiles_n = tl.cdiv(N, BLOCK_N)
     tiles_per_group = GROUP_M * tiles_n
     k_steps = tl.cdiv(K, BLOCK_K)
-    for tile in tl.range(tl.program_id(axis=0), tiles_m * tiles_n, NUM_SMS, flatten=True):
+    for tile in tl.range(
+        tl.program_id(axis=0), tiles_m * tiles_n, NUM_SMS,
+        flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE,
+    ):  # fmt: skip
         group = tile // tiles_per_group  # the grouped order of _matmul_tile
         first_tile_m = group * GROUP_M
         group_rows = min(tiles_m - first_tile_m, GROUP_M)
@@ -320,14 +325,16 @@ def _matmul_persistent(
 def _persistent_configs(interpreter: bool) -> list[triton.Config]:
     """Candidate tilings for the persistent kernel (16-bit operands only)."""
     if interpreter:
-        tile = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, EPILOGUE_SUBTILE=True)
+        tile = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, EPILOGUE_SUBTILE=True,
+                    WARP_SPECIALIZE=False, FLATTEN=True)  # fmt: skip
         return [triton.Config(tile, num_warps=4, num_stages=1)]
 
     def config(bm, bn, bk, warps, stages, subtile):
         # GROUP_M 16: timed interleaved on the H200 (results/h200/gemm-grouping-interleaved.log),
         # 8192^3 bf16 ran 681 TFLOP/s with 16, 680 with 8, 656 with 4 and 646 with 1. (A
         # sequential run had 8 10% behind 16: its place in the order, not the grouping.)
-        tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, EPILOGUE_SUBTILE=subtile)
+        tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, EPILOGUE_SUBTILE=subtile,
+                    WARP_SPECIALIZE=False, FLATTEN=True)  # fmt: skip
         return triton.Config(tile, num_warps=warps, num_stages=stages)
 
     # Shared memory per stage: (BM + BN) x BK x 2 bytes (48 KiB for 128 x 256 x 64), plus the
@@ -355,6 +362,7 @@ def _matmul_persistent_kernel(
     stride_am, stride_ak, stride_bk, stride_bn,  # strides in elements
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # from the config
     GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # from the config
+    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,  # from the config
     NUM_SMS: tl.constexpr,  # from the launcher: the device's SM count
     A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,  # from the operands' strides
     C_DESCRIPTOR: tl.constexpr,  # from the launcher: N * element size % 16 == 0
@@ -364,7 +372,7 @@ def _matmul_persistent_kernel(
     _matmul_persistent(
         a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, NUM_SMS,
-        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32,
+        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32, WARP_SPECIALIZE, FLATTEN,
     )  # fmt: skip
 
 

@@ -48,6 +48,9 @@ chain holds a hook.
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import or_
+
 import torch
 from triton import knobs
 from triton._C.libtriton import native_specialize_impl
@@ -90,10 +93,12 @@ class Launcher:
         self.binaries: dict[tuple, tuple | None] = {}
         self.direct_launches = 0  # calls that took the fast path (the tests read it)
 
-    def __call__(self, grid: tuple[int, ...], args: tuple, **meta) -> None:
+    def __call__(self, grid: tuple[int, ...], args: tuple, **meta) -> Replay | None:
+        """Launch; return a :class:`Replay` of this launch, or None where only Triton's path
+        is exact (the interpreter, a watched launch, an argument Triton cannot key)."""
         if self.interpreted or _watched():
             self.kernel[grid](*args, **meta)
-            return
+            return None
         device = torch.cuda.current_device()
         backend = self.kernel.device_caches[device][3]  # what kernel[grid] specializes with
         specialization = _specialization(backend, args)
@@ -101,15 +106,30 @@ class Launcher:
         entry = self.binaries.get(key) if key is not None else None
         if entry is None:
             compiled = self.kernel[grid](*args, **meta)
-            if key is not None and key not in self.binaries:
+            if key is None:
+                return None
+            if key not in self.binaries:
                 self.binaries[key] = self._direct_entry(compiled, len(args), meta)
-            return
-        launch, function, metadata, cooperative, pdl, constants = entry
-        grid_x, grid_y, grid_z = (*grid, 1, 1)[:3] if len(grid) < 3 else grid
-        stream = torch._C._cuda_getCurrentRawStream(device)
-        launch(grid_x, grid_y, grid_z, stream, function, cooperative, pdl, None, None,
-               metadata, None, None, None, *args, *constants)  # fmt: skip
-        self.direct_launches += 1
+            entry = self.binaries[key]
+        else:
+            launch, function, metadata, cooperative, pdl, constants = entry
+            grid_x, grid_y, grid_z = (*grid, 1, 1)[:3] if len(grid) < 3 else grid
+            stream = torch._C._cuda_getCurrentRawStream(device)
+            launch(grid_x, grid_y, grid_z, stream, function, cooperative, pdl, None, None,
+                   metadata, None, None, None, *args, *constants)  # fmt: skip
+            self.direct_launches += 1
+        return self._replay(entry, device, grid, args, meta)
+
+    def _replay(self, entry, device: int, grid, args: tuple, meta: dict) -> Replay | None:
+        """A replay of this launch, if its tensors lead the arguments and are all aligned."""
+        tensors = 0
+        while tensors < len(args) and isinstance(args[tensors], torch.Tensor):
+            if args[tensors].data_ptr() % 16:
+                return None
+            tensors += 1
+        if entry is None or any(isinstance(a, torch.Tensor) for a in args[tensors:]):
+            return None
+        return Replay(self, entry, device, grid, args[tensors:], meta)
 
     def _direct_entry(self, compiled, n_args: int, meta: dict) -> tuple | None:
         """How to launch ``compiled`` directly, or None where only Triton's path is exact."""
@@ -123,3 +143,80 @@ class Launcher:
         constants = tuple(meta[name] for name in names[n_args:])
         return (launch, compiled.function, compiled.packed_metadata,
                 launcher.launch_cooperative_grid, launcher.launch_pdl, constants)  # fmt: skip
+
+
+def _signature(t: torch.Tensor) -> tuple:
+    return (t.dtype, t.get_device(), t.shape, t.stride())
+
+
+class Replay:
+    """One launch the wrapper made, to be made again on other tensors of the same signature.
+
+    It holds everything but the pointers: the binary, its C launch function, the grid, the
+    integer arguments and the compile-time values. ``replay(*tensors)`` launches it with those
+    tensors' addresses, passed as integers (so the C function skips its per-pointer driver
+    check: the tensors' device was checked when the replay was made). A tensor whose address
+    is not a multiple of 16 bytes (the binary was compiled for aligned ones) goes through the
+    launcher instead, which finds or compiles the right binary.
+    """
+
+    __slots__ = ("launcher", "grid", "meta", "device", "rest", "launch", "head", "middle", "tail")
+
+    def __init__(self, launcher: Launcher, entry: tuple, device: int, grid, rest: tuple, meta):
+        self.launcher, self.grid, self.meta, self.device = launcher, grid, meta, device
+        self.rest = rest  # the arguments after the leading tensors (integers)
+        launch, function, metadata, cooperative, pdl, constants = entry
+        self.launch = launch
+        self.head = (*grid, 1, 1)[:3] if len(grid) < 3 else tuple(grid)
+        self.middle = (function, cooperative, pdl, None, None, metadata, None, None, None)
+        self.tail = (*self.rest, *constants)
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        pointers = tuple(map(torch.Tensor.data_ptr, tensors))
+        if reduce(or_, pointers) & 15:  # not what the binary was compiled for
+            self.launcher(self.grid, (*tensors, *self.rest), **self.meta)
+            return
+        stream = torch._C._cuda_getCurrentRawStream(self.device)
+        self.launch(*self.head, stream, *self.middle, *pointers, *self.tail)
+        self.launcher.direct_launches += 1
+
+
+class Replays:
+    """A wrapper's launches, filed by the signature of its input tensors.
+
+    Everything a wrapper works out before it launches (its checks, the plan, the grid, the
+    arguments, the launcher's key) depends only on each input's dtype, device, shape and
+    strides. ``find(*tensors)`` returns the :class:`Replay` filed under those, made the first
+    time tensors of that signature passed the wrapper's checks, so that the wrapper can skip
+    straight to allocating its output and launching; None when there is none, when a tensor
+    is not a plain ``torch.Tensor``, when something watches launches, or when the current
+    device is not the one the replay launches on. The wrapper files only what it can replay
+    exactly (no conversion of an input, an output it allocates the same way every time).
+    """
+
+    def __init__(self, limit: int = 256):
+        self.limit = limit  # signatures kept; a program that sees more starts over
+        self.entries: dict[tuple, Replay] = {}
+
+    def find(self, *tensors: object) -> Replay | None:
+        if len(tensors) == 1:
+            (x,) = tensors
+            if type(x) is not torch.Tensor:
+                return None
+            key = (x.dtype, x.get_device(), x.shape, x.stride())
+        else:
+            if not all(type(t) is torch.Tensor for t in tensors):
+                return None
+            key = tuple(map(_signature, tensors))
+        replay = self.entries.get(key)
+        if replay is None or _watched() or torch._C._cuda_getDevice() != replay.device:
+            return None
+        return replay
+
+    def file(self, replay: Replay | None, *tensors: torch.Tensor) -> None:
+        if replay is None or replay.device != tensors[0].get_device():
+            return
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        key = _signature(tensors[0]) if len(tensors) == 1 else tuple(map(_signature, tensors))
+        self.entries[key] = replay

@@ -41,7 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import Launcher
+from .launch import Launcher, Replays
 from .row_plan import RowPlan, check_rows, choose_row_plan
 
 
@@ -193,12 +193,14 @@ def _softmax_bwd_chunked_kernel(
     ### END SOLUTION
 
 
-# kernel[grid](...) again without Triton's per-call Python work (launch.py: that work is about
-# half of the 13-26 us a launch costs the H200 machine's host; torch.softmax costs 6-9 us)
+# kernel[grid](...) again without Triton's per-call Python work, and each wrapper's launches
+# filed by input signature so that a repeat call skips its own checks and plan too (launch.py)
 _launch_fwd = Launcher(_softmax_fwd_kernel)
 _launch_fwd_chunked = Launcher(_softmax_fwd_chunked_kernel)
 _launch_bwd = Launcher(_softmax_bwd_kernel)
 _launch_bwd_chunked = Launcher(_softmax_bwd_chunked_kernel)
+_fwd_replays = Replays()
+_bwd_replays = Replays()
 
 
 def softmax_fwd(x: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
@@ -207,29 +209,42 @@ def softmax_fwd(x: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
     ``plan`` overrides :func:`choose_row_plan` (the lessons and the plan sweep use it); a
     chunked plan runs one row per program whatever its ``rows_per_program``.
     """
+    replay = None if plan else _fwd_replays.find(x)
+    if replay is not None:  # x's dtype, device, shape and strides passed these checks before
+        y = torch.empty_like(x)
+        replay(x, y)
+        return y
     n_rows, n_cols = check_rows(x, "softmax")
     # empty_like of a contiguous x is contiguous too, and costs less host time than empty()
     y = torch.empty_like(x) if x.is_contiguous() else x.new_empty((n_rows, n_cols))
     if n_rows == 0:
         return y
+    default_plan = plan is None
     plan = plan or choose_row_plan(n_rows, n_cols, x.element_size(), passes=2)
     plan.check_covers(n_cols, "softmax")
     args = (x, y, n_rows, x.stride(0), y.stride(0))
     if plan.chunked:
-        _launch_fwd_chunked(
+        replay = _launch_fwd_chunked(
             (n_rows,), args, N=n_cols, BLOCK=plan.block_cols, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )  # fmt: skip
     else:
-        _launch_fwd(
+        replay = _launch_fwd(
             plan.grid(n_rows), args, N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program,
             num_warps=plan.num_warps, num_stages=plan.num_stages,
         )  # fmt: skip
+    if default_plan and x.is_contiguous():  # the fast path's empty_like gives this y again
+        _fwd_replays.file(replay, x)
     return y
 
 
 def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
     """``dx = y * (dy - sum(y * dy, row))`` from the saved output ``y`` and the gradient ``dy``."""
+    replay = None if plan else _bwd_replays.find(y, dy)
+    if replay is not None:
+        dx = torch.empty_like(y)
+        replay(y, dy, dx)
+        return dx
     n_rows, n_cols = check_rows(y, "softmax backward", "y")
     if not isinstance(dy, torch.Tensor):
         raise TypeError(f"softmax backward: dy must be a torch.Tensor, got {type(dy).__name__}")
@@ -238,6 +253,7 @@ def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, plan: RowPlan | None = None) 
             f"softmax backward: dy must match y, got {tuple(dy.shape)} on {dy.device} "
             f"for y {tuple(y.shape)} on {y.device}"
         )
+    given = dy
     if dy.dtype != y.dtype:
         dy = dy.to(y.dtype)
     if n_cols > 1 and dy.stride(1) != 1:
@@ -245,19 +261,22 @@ def softmax_bwd(y: torch.Tensor, dy: torch.Tensor, plan: RowPlan | None = None) 
     dx = torch.empty((n_rows, n_cols), dtype=y.dtype, device=y.device)
     if n_rows == 0:
         return dx
+    default_plan = plan is None
     plan = plan or choose_row_plan(n_rows, n_cols, y.element_size(), passes=2, live_rows=2)
     plan.check_covers(n_cols, "softmax backward")
     args = (y, dy, dx, n_rows, y.stride(0), dy.stride(0), dx.stride(0))
     if plan.chunked:
-        _launch_bwd_chunked(
+        replay = _launch_bwd_chunked(
             (n_rows,), args, N=n_cols, BLOCK=plan.block_cols, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )  # fmt: skip
     else:
-        _launch_bwd(
+        replay = _launch_bwd(
             plan.grid(n_rows), args, N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program,
             num_warps=plan.num_warps, num_stages=plan.num_stages,
         )  # fmt: skip
+    if default_plan and dy is given and y.is_contiguous():  # replayable: nothing converted
+        _bwd_replays.file(replay, y, dy)
     return dx
 
 
