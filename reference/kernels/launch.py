@@ -48,8 +48,7 @@ chain holds a hook.
 
 from __future__ import annotations
 
-from functools import reduce
-from operator import or_
+from functools import partial
 
 import torch
 from triton import knobs
@@ -160,24 +159,28 @@ class Replay:
     launcher instead, which finds or compiles the right binary.
     """
 
-    __slots__ = ("launcher", "grid", "meta", "device", "rest", "launch", "head", "middle", "tail")
+    __slots__ = ("launcher", "grid", "meta", "device", "rest", "launch", "middle", "tail")
 
     def __init__(self, launcher: Launcher, entry: tuple, device: int, grid, rest: tuple, meta):
         self.launcher, self.grid, self.meta, self.device = launcher, grid, meta, device
         self.rest = rest  # the arguments after the leading tensors (integers)
         launch, function, metadata, cooperative, pdl, constants = entry
-        self.launch = launch
-        self.head = (*grid, 1, 1)[:3] if len(grid) < 3 else tuple(grid)
+        self.launch = partial(launch, *((*grid, 1, 1)[:3] if len(grid) < 3 else grid))
         self.middle = (function, cooperative, pdl, None, None, metadata, None, None, None)
-        self.tail = (*self.rest, *constants)
+        self.tail = (*rest, *constants)
 
     def __call__(self, *tensors: torch.Tensor) -> None:
-        pointers = tuple(map(torch.Tensor.data_ptr, tensors))
-        if reduce(or_, pointers) & 15:  # not what the binary was compiled for
+        # the loop, not map and reduce: this runs on every call (~0.2 us less on the H200 host)
+        pointers, bits = [], 0
+        for tensor in tensors:
+            pointer = tensor.data_ptr()
+            pointers.append(pointer)
+            bits |= pointer
+        if bits & 15:  # an address the binary was not compiled for
             self.launcher(self.grid, (*tensors, *self.rest), **self.meta)
             return
         stream = torch._C._cuda_getCurrentRawStream(self.device)
-        self.launch(*self.head, stream, *self.middle, *pointers, *self.tail)
+        self.launch(stream, *self.middle, *pointers, *self.tail)
         self.launcher.direct_launches += 1
 
 
@@ -198,16 +201,16 @@ class Replays:
         self.limit = limit  # signatures kept; a program that sees more starts over
         self.entries: dict[tuple, Replay] = {}
 
-    def find(self, *tensors: object) -> Replay | None:
-        if len(tensors) == 1:
-            (x,) = tensors
-            if type(x) is not torch.Tensor:
-                return None
-            key = (x.dtype, x.get_device(), x.shape, x.stride())
-        else:
+    def find(self, x: object, *more: object) -> Replay | None:
+        if more:
+            tensors = (x, *more)
             if not all(type(t) is torch.Tensor for t in tensors):
                 return None
             key = tuple(map(_signature, tensors))
+        elif type(x) is torch.Tensor:  # one tensor (a forward): the same key, spelled inline
+            key = (x.dtype, x.get_device(), x.shape, x.stride())
+        else:
+            return None
         replay = self.entries.get(key)
         if replay is None or _watched() or torch._C._cuda_getDevice() != replay.device:
             return None
