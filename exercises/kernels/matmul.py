@@ -51,9 +51,13 @@ Design (what the lessons quote):
   descriptor. Without the copy, the classic kernel's loads of those rows fall back to 2-byte
   accesses: on the H200 it ran 3000 x 1999 x 1023 fp16 at 80 TFLOP/s, and cuBLAS, which has
   the same problem, at 99. fp32 stays on the classic kernel (IEEE FMA, no tensor cores), and so
-  does dB (split-K partials). Warp specialization (``tl.range(..., warp_specialize=True)``) is
-  not used: in Triton 3.6 it is for Blackwell. The descriptors are built on the device, in a
-  workspace that ``triton.set_allocator`` provides (set by the launcher before each launch).
+  does dB (split-K partials). Warp specialization (``WARP_SPECIALIZE``: Triton's automatic
+  pass splits the tile loop into loading and multiplying warps; Triton 3.6 runs it on Hopper
+  too) stays off: timed on the H200 (``results/h200/tune-gemm-ws.log``) it matched the same
+  tilings without it at 4096^3 fp16 and 8192^3 bf16 (within 0.2%), lost 0.5-1.2% at
+  16384 x 1024 x 1024, and with 4 warps at 128 x 256 ran 7-8x slower. The descriptors are
+  built on the device, in a workspace that ``triton.set_allocator`` provides (set by the
+  launcher before each launch).
 * **Under the interpreter** one small configuration runs (no benchmarking on the CPU), and
   bfloat16 tiles are upcast to fp32 before ``tl.dot``: the interpreter's bf16 ``tl.dot`` is
   wrong (triton #11584). Products of bf16 values are exact in fp32, so the check stays honest.

@@ -1,18 +1,14 @@
 """Launching a compiled Triton kernel again, for less host time than ``kernel[grid](...)``.
 
 ``kernel[grid](*args, **meta)`` does the same work on every call, whether or not the kernel
-ran a microsecond ago with the same kind of arguments. Host microseconds per call on the H200
-machine, 1024 x 1024 fp16 softmax, over this round's runs (its host clock drifts up to 2x
-from run to run; ``scripts/wrapper_overhead.py`` times them in turns, and
-``results/h200/wrapper-overhead.log`` holds the recorded run):
-
-=====================================================  =======
-``kernel[grid](...)``: the whole path                   13-26
-the compiled binary's runner, ``compiled[grid](...)``   10-15
-``CompiledKernel.run``: Triton's launcher in Python      7-10
-the launcher's C function (checks, the driver launch)    4-8
-``torch.softmax``, all of it                             6-9
-=====================================================  =======
+ran a microsecond ago with the same kind of arguments. ``scripts/wrapper_overhead.py`` takes
+that path apart layer by layer on the H200 machine (1024 x 1024 fp16 softmax; the recorded
+run is ``results/h200/wrapper-overhead.log``, and lesson 14 quotes it): ``kernel[grid]``
+costs about twice the compiled binary's runner (``compiled[grid](...)``), which costs about
+1.5x Triton's launcher in Python (``CompiledKernel.run``), which costs a little more than that
+launcher's C function (argument parsing, a driver check of each pointer, the launch).
+``torch.softmax``, all of it, costs about as much as the C function plus one allocation.
+(The machine's host clock drifts up to 2x from run to run: compare rows of one run only.)
 
 The first half binds the arguments, computes their *specialization* (each tensor's dtype and
 whether its address is a multiple of 16 bytes, each integer's type and whether it is 1 or a
@@ -37,6 +33,18 @@ under the interpreter (there is no binary), while something watches launches (th
 counts them by wrapping ``JITFunction.run``; a profiler such as Proton registers a launch
 hook and expects its metadata), and for binaries that need scratch memory (Triton allocates
 it per launch).
+
+That still leaves the wrapper's own Python on every call: its checks, the row plan, the
+grid, the launcher's key (a ``specialize_impl`` call per argument). All of it is a function
+of the inputs' *signatures* (dtype, device, shape, strides), so :class:`Replays` files, per
+signature, a :class:`Replay` of the launch the wrapper made the first time: a repeat call
+looks the signature up (four attribute reads and a dict lookup, the way a compiled graph's
+guards work), allocates its output, and calls the C function with the tensors' addresses as
+integers (which also skips the driver's check of each pointer: the first call checked the
+device). Only the 16-byte alignment of each address is tested again, because the binary was
+compiled for it. What is left is the floor for a wrapper written in Python: one allocation
+(``torch.empty_like``, from Python) and Triton's C launch function; ``torch.softmax`` does
+both in C++.
 
 An earlier version of this launcher measured no faster than ``kernel[grid]`` (14.8 against
 14.1 us, ``wrapper-overhead-launcher.log``) and was removed. It never took its fast path: it
