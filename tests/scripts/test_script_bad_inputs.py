@@ -52,6 +52,7 @@ def test_validate_kernels_rejects_an_unknown_op_or_dtype():
         ("external_baselines.py", ["--cases", "matmul"]),
         ("row_chunk_sweep.py", []),
         ("stream_ceiling.py", []),
+        ("gemm_waves.py", []),
     ],
 )
 def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tmp_path):
