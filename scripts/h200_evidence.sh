@@ -17,6 +17,8 @@
 #                                             cost, the GPU-only tests of tests/reference
 #   scripts/h200_evidence.sh final-rows OUTDIR      all, all-cold, training, validation, wrapper
 #                                             cost, GPU tests: what a row-kernel change stales
+#   scripts/h200_evidence.sh final-gemm OUTDIR      gemm-bf16 and gemm-train: what a change to
+#                                             matmul.py alone stales (after final-rows)
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
 #   scripts/h200_evidence.sh probes OUTDIR    the launcher's GPU tests, the wrapper cost, the
@@ -25,7 +27,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-scripts|probes OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -134,6 +136,9 @@ final-rows)
     # after a change that only the row kernels import (gemm-bf16 and gemm-train fingerprint
     # matmul.py alone and stay valid): the other recorded sweeps, the wrapper cost, GPU tests
     record all all-cold training validate-kernels wrapper-overhead gpu-tests
+    ;;
+final-gemm)
+    record gemm-bf16 gemm-train
     ;;
 final-scripts)
     step external-baselines-rows timeout 150 python3 scripts/external_baselines.py \
