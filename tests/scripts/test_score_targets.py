@@ -1,0 +1,60 @@
+"""Does scripts/score_targets.py score the "every case" target as its docstring says?"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import score_targets  # noqa: E402
+
+
+def _variant(name, median_us, low_us, high_us):
+    return {"name": name, "median_ms": median_us / 1e3, "min_ms": low_us / 1e3,
+            "max_ms": high_us / 1e3}  # fmt: skip
+
+
+def _case(op, variants, logical_bytes=8 * 2**20):
+    return {"op": op, "shape": [1024, 4096], "dtype": "float16",
+            "logical_bytes": logical_bytes, "variants": variants}  # fmt: skip
+
+
+def test_cases_behind_are_told_apart_by_their_samples_and_the_gemm_is_left_out():
+    report = {"cases": [
+        _case("add", [_variant("torch", 10, 9, 11), _variant("triton", 9, 8, 10)]),  # met
+        _case("sum", [_variant("torch", 10, 9.9, 10.1), _variant("compile", 9, 8.9, 9.1),
+                      _variant("triton", 9.1, 9.0, 9.3)]),  # behind compile, samples overlap
+        _case("max", [_variant("torch", 10, 9.9, 10.1), _variant("triton", 11, 10.5, 11.5)]),
+        _case("matmul", [_variant("torch", 1, 1, 1), _variant("triton", 2, 2, 2)]),
+    ]}  # fmt: skip
+    behind, scored = score_targets.score(report, ceiling_gbps=4350.0)
+    assert scored == 3
+    assert [(row["case"].split()[0], row["baseline"], row["overlap"]) for row in behind] == [
+        ("sum", "compile", True), ("max", "torch", False)
+    ]
+    max_row = behind[1]
+    assert abs(max_row["ratio"] - 10 / 11) < 1e-12
+    assert abs(max_row["of_ceiling"] - 8 * 2**20 / 11e-6 / 1e9 / 4350.0) < 1e-12
+
+
+def test_the_recorded_scores_are_up_to_date():
+    """results/h200/target-scores.log is what the recorded reports give (NOTES quotes it)."""
+    done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), "--check",
+                           "results/h200/target-scores.log"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
+    not_a_report = tmp_path / "x.json"
+    not_a_report.write_text(json.dumps({"rows": []}))
+    output = tmp_path / "missing" / "scores.log"
+    for args in ([str(not_a_report)], ["--write", str(output)], ["--check", str(output)]):
+        done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), *args],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("score_targets: ") and "Traceback" not in done.stderr
+    assert not output.parent.exists()
