@@ -9,7 +9,9 @@ the candidates are:
 * ``classic``: the classic blocked kernel alone (autotuned), the "before" of this change;
 * ``persistent <tile>``: the persistent kernel at each of its configurations, one at a time,
   so the table shows which tiling the autotuner should find (16-bit only; ``--wide`` adds
-  neighbouring tilings: more stages, 256 x 128, BLOCK_K 128, other group sizes);
+  neighbouring tilings: more stages, 256 x 128, BLOCK_K 128, other group sizes;
+  ``--warp-specialize`` the reference's tilings with Triton's automatic warp specialization;
+  ``--clusters`` tilings shared by a two-CTA cluster, ``num_ctas=2``);
 * ``torch.mm`` and, with ``--inductor``, ``torch.compile(torch.mm, mode=
   "max-autotune-no-cudagraphs", dynamic=False)`` compiled fresh for the shape (its own autotuning
   takes 20-60 s a shape, so it is optional).
@@ -72,9 +74,11 @@ def tile_label(config: triton.Config) -> str:
     subtile = " sub" if kw.get("EPILOGUE_SUBTILE") else ""
     ws = " ws" if kw.get("WARP_SPECIALIZE") else ""
     nested = " nested" if not kw.get("FLATTEN", True) else ""
+    cluster = f" ctas{config.num_ctas}" if config.num_ctas > 1 else ""
     return (
         f"persistent {kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']} "
         f"w{config.num_warps} s{config.num_stages} g{kw['GROUP_M']}{subtile}{ws}{nested}"
+        f"{cluster}"
     )
 
 
@@ -87,25 +91,36 @@ def persistent_with(config: triton.Config):
         m, k = a.shape
         n = b.shape[1]
         c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-        sms = gemm._sm_count(a.device)
+        programs = gemm._sm_count(a.device) // config.num_ctas  # a cluster of CTAs a program
         kw = config.kwargs
         tiles = triton.cdiv(m, kw["BLOCK_M"]) * triton.cdiv(n, kw["BLOCK_N"])
         triton.set_allocator(gemm._workspace)
-        jit[(min(sms, tiles),)](
+        jit[(min(programs, tiles),)](
             a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            NUM_SMS=sms, A_COLUMN_MAJOR=a.stride(1) != 1, B_COLUMN_MAJOR=b.stride(1) != 1,
+            NUM_SMS=programs, A_COLUMN_MAJOR=a.stride(1) != 1, B_COLUMN_MAJOR=b.stride(1) != 1,
             C_DESCRIPTOR=(n * c.element_size()) % 16 == 0, DOT_IN_FP32=False,
-            num_warps=config.num_warps, num_stages=config.num_stages, **kw,
+            num_warps=config.num_warps, num_stages=config.num_stages,
+            num_ctas=config.num_ctas, **kw,
         )  # fmt: skip
         return c
 
     return call
 
 
-def _config(bm, bn, bk, warps, stages, subtile, group, ws=False, flatten=True):
+def _config(bm, bn, bk, warps, stages, subtile, group, ws=False, flatten=True, ctas=1):
     tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, EPILOGUE_SUBTILE=subtile,
                 WARP_SPECIALIZE=ws, FLATTEN=flatten)  # fmt: skip
-    return triton.Config(tile, num_warps=warps, num_stages=stages)
+    return triton.Config(tile, num_warps=warps, num_stages=stages, num_ctas=ctas)
+
+
+def cluster_configs() -> list[triton.Config]:
+    """``--clusters``: tiles shared by a cluster of two CTAs (``num_ctas=2``), as cuBLAS's
+    kernels at these shapes are; Triton splits each tile between the two."""
+    return [
+        _config(256, 256, 64, 8, 3, True, 16, ctas=2),  # 128 x 256 a CTA, like the reference
+        _config(256, 128, 64, 8, 4, True, 16, ctas=2),  # 128 x 128 a CTA
+        _config(128, 256, 64, 8, 3, True, 16, ctas=2),  # 64 x 256 (or 128 x 128) a CTA
+    ]
 
 
 def wide_configs() -> list[triton.Config]:
@@ -169,7 +184,7 @@ def measure_all(spec, candidates, inputs, dtype, flops, rows, case, rounds) -> N
         rows.append(row)
 
 
-def forward_case(shape, dtype, use_inductor, wide, warp_specialize, rounds, rows):
+def forward_case(shape, dtype, use_inductor, wide, warp_specialize, clusters, rounds, rows):
     spec = ops.get("matmul")
     case = f"matmul {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
@@ -179,6 +194,8 @@ def forward_case(shape, dtype, use_inductor, wide, warp_specialize, rounds, rows
         configs = wide_configs() if wide else gemm._persistent_configs(False)
         if warp_specialize:
             configs = [*configs, *warp_specialized_configs()]
+        if clusters:
+            configs = [*configs, *cluster_configs()]
         for config in configs:
             candidates.append((tile_label(config), persistent_with(config)))
     candidates.append(("torch.mm", spec.baselines["torch"]))
@@ -248,6 +265,8 @@ def main(argv=None) -> int:
                         help="time more persistent tilings than the reference's three")
     parser.add_argument("--warp-specialize", action="store_true",
                         help="add the reference's tilings with warp specialization")
+    parser.add_argument("--clusters", action="store_true",
+                        help="add tilings shared by two-CTA clusters (num_ctas=2)")
     parser.add_argument("--forward-only", action="store_true",
                         help="skip the training cases")
     parser.add_argument("--rounds", type=positive_int, default=5,
@@ -260,8 +279,8 @@ def main(argv=None) -> int:
     warm_gpu()
     rows: list[dict] = []
     for shape, dtype in FORWARD_CASES:
-        forward_case(shape, dtype, args.inductor, args.wide, args.warp_specialize, args.rounds,
-                     rows)  # fmt: skip
+        forward_case(shape, dtype, args.inductor, args.wide, args.warp_specialize,
+                     args.clusters, args.rounds, rows)  # fmt: skip
         print(f"  {shape} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
     for shape, dtype in () if args.forward_only else TRAIN_CASES:
         train_case(shape, dtype, args.rounds, rows)
