@@ -48,13 +48,32 @@ def test_the_recorded_scores_are_up_to_date():
 
 
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
-    not_a_report = tmp_path / "x.json"
-    not_a_report.write_text(json.dumps({"rows": []}))
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "all.json").write_text(json.dumps({"rows": []}))  # no kernel-bench report
     output = tmp_path / "missing" / "scores.log"
-    for args in ([str(not_a_report)], ["--write", str(output)], ["--check", str(output)]):
+    for args in (["--results", str(results)], ["--results", str(tmp_path / "nope")],
+                 ["--write", str(output)], ["--check", str(output)]):  # fmt: skip
         done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), *args],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert done.stderr.startswith("score_targets: ") and "Traceback" not in done.stderr
     assert not output.parent.exists()
+
+
+def test_every_target_is_scored_and_the_targets_live_in_one_place():
+    """The scoreboard has a line for each target the targets module names."""
+    import _targets
+
+    lines, _ = score_targets.scoreboard(SCRIPTS.parent / "results" / "h200", 4350.0)
+    text = "\n".join(line["target"] for line in lines)
+    for op, gbps in _targets.BANDWIDTH_GBPS.items():
+        assert f"{op} 16384x4096 float16 >= {gbps:.0f} GB/s, warm" in text
+    for op in _targets.TRAINING_SPEEDUP_VS_COMPILE:
+        assert f"{op} 16384x4096 float16 >= 1.50x compile" in text
+        assert f"{op} 16384x4096 float16 >= 1.15x Liger-Kernel" in text
+    for shape, dtype in _targets.GEMM_SHAPES:
+        assert "matmul " + "x".join(map(str, shape)) + f" {dtype} >= 1.00x" in text
+    assert "host time at 1024x1024" in text
+    assert all(line["verdict"] in ("met", "missed") for line in lines), "a target was not found"
