@@ -119,10 +119,7 @@ def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str
             measured = triton["bytes"] / (triton["median_ms"] * 1e-3) / 1e9
             lines.append(_line(target, f"{measured:.0f} GB/s", measured >= gbps, name))
     for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
-        try:
-            behind, scored = score(reports[name], ceiling_gbps)
-        except (KeyError, TypeError) as error:
-            fail(f"{results / name}: not a kernel-bench report ({type(error).__name__})")
+        behind, scored = score(reports[name], ceiling_gbps)
         overlap = sum(row["overlap"] for row in behind)
         lines.append(_line(f"every memory-bound case >= the faster of eager and compile, {mode}",
                            f"{scored - len(behind)} of {scored}; {len(behind)} behind, "
@@ -196,7 +193,11 @@ def _detail(title: str, behind: list[dict]) -> str:
 
 
 def render(results: Path, label: str, ceiling_gbps: float) -> str:
-    lines, details = scoreboard(results, ceiling_gbps)
+    try:
+        lines, details = scoreboard(results, ceiling_gbps)
+    except (KeyError, TypeError, AttributeError, ZeroDivisionError) as error:
+        fail(f"{label}: a report there is not shaped as expected ({type(error).__name__}: "
+             f"{error})")  # fmt: skip
     width = max(len(line["target"]) for line in lines)
     measured = max(len(line["measured"]) for line in lines)
     met = sum(line["verdict"] == "met" for line in lines)

@@ -51,8 +51,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     (results / "all.json").write_text(json.dumps({"rows": []}))  # no kernel-bench report
+    shaped_wrong = tmp_path / "shaped-wrong"
+    shaped_wrong.mkdir()
+    for name in ("all.json", "all-cold.json"):  # readable JSON, but not a report
+        (shaped_wrong / name).write_text(json.dumps({"rows": []}))
     output = tmp_path / "missing" / "scores.log"
-    for args in (["--results", str(results)], ["--results", str(tmp_path / "nope")],
+    for args in (["--results", str(results)], ["--results", str(shaped_wrong)],
+                 ["--results", str(tmp_path / "nope")],
                  ["--write", str(output)], ["--check", str(output)]):  # fmt: skip
         done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), *args],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
