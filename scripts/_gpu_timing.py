@@ -66,6 +66,14 @@ def interleaved_graph_ms(
     after another GEMM and 1.48 ms after a compile's idle seconds. Interleaving spreads that
     drift over every candidate alike (kernel-bench does the same with its shuffled visits).
     """
+    samples = interleaved_graph_samples(calls, rounds, seed, rep_ms)
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
+def interleaved_graph_samples(
+    calls: dict[str, Callable], rounds: int = 5, seed: int = 0, rep_ms: int = GRAPH_REP_MS
+) -> dict[str, list[float]]:
+    """What ``interleaved_graph_ms`` takes the medians of: each call's ``rounds`` samples."""
     order = list(calls)
     shuffle = random.Random(seed)
     samples: dict[str, list[float]] = {label: [] for label in order}
@@ -73,7 +81,7 @@ def interleaved_graph_ms(
         shuffle.shuffle(order)
         for label in order:
             samples[label].append(graph_ms(calls[label], rep_ms))
-    return {label: statistics.median(values) for label, values in samples.items()}
+    return samples
 
 
 def cold_ms(call, rep_ms: int = 40) -> float:

@@ -24,10 +24,12 @@
 #   scripts/h200_evidence.sh probes OUTDIR    the launcher's GPU tests, the wrapper cost, the
 #                                             streaming ceiling by read:write mix, the GEMM
 #                                             with warp-specialized tilings
+#   scripts/h200_evidence.sh row-mask OUTDIR  the RMSNorm forward's row mask probe, and its
+#                                             versions under Nsight Compute (one launch each)
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -159,6 +161,26 @@ probes)
         --output "$out/stream-ceiling.json"
     step tune-gemm-ws timeout 300 python3 scripts/tune_gemm.py --warp-specialize --forward-only \
         --output "$out/tune-gemm-ws.json"
+    ;;
+row-mask)
+    # the RMSNorm forward with and without its row mask: placement, every case, a register cap
+    step row-mask-probe timeout 400 python3 scripts/row_mask_probe.py \
+        --output "$out/row-mask-probe.json"
+    # the same versions under Nsight Compute, one launch each, clocks left as they are
+    metrics=gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers
+    metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+    metrics=$metrics,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
+    metrics=$metrics,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    metrics=$metrics,smsp__warps_active.avg.per_cycle_active
+    metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    for dtype in float16 bfloat16 float32; do
+        for version in row-mask no-row-mask rows-clamped; do
+            step "ncu-$dtype-$version" timeout 120 ncu --clock-control none --launch-skip 2 \
+                --launch-count 1 -k regex:rmsnorm_fwd --metrics "$metrics" --csv \
+                --print-units base python3 scripts/profile_rmsnorm_forward.py \
+                --dtype "$dtype" --version "$version"
+        done
+    done
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac

@@ -101,6 +101,7 @@ def _rmsnorm_fwd_kernel(
     STORE_RSTD: tl.constexpr,  # write rstd (only when a backward will follow)
     NUM_STAGES: tl.constexpr,  # software-pipelining depth of the chunk loops
     EVICT_ROWS: tl.constexpr,  # whole-row path: mark x and residual evict_first (streamed once)
+    MASK_ROWS: tl.constexpr,  # chunked path: mask by row too (False only with one row a program)
 ):
     # read 2*M*N (x, residual) + N (weight, from L2 after the first programs); write M*N (y)
     # (+ M fp32 rstd). CHUNKED reads x and residual a second time, from L2 if rows are in flight.
@@ -200,7 +201,7 @@ def rmsnorm_fwd(
         n_rows, x.stride(0), residual.stride(0), float(eps),
         N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
         STORE_RSTD=save_rstd, NUM_STAGES=plan.num_stages, EVICT_ROWS=_evict_rows(n_cols),
-        num_warps=plan.num_warps,
+        MASK_ROWS=_mask_rows(plan, x.dtype), num_warps=plan.num_warps,
     )  # fmt: skip
     return y, rstd
 
@@ -219,6 +220,25 @@ def _evict_rows(n_cols: int) -> bool:
     and up to 6% slower at 65536 x 128. The hint is kept for very wide and very narrow rows.
     """
     return n_cols > 8192 or n_cols < 512
+
+
+def _mask_rows(plan: RowPlan, dtype: torch.dtype) -> bool:
+    """Whether the chunked forward masks its loads by row: always with several rows a program
+    (a plan passed in may stack them), and with one (the rule's chunked plans) in bf16 only.
+
+    With one row a program the row mask is always true, yet it changes the code: a measured rule.
+    Timed on the H200 (results/h200/row-mask-probe*.log, four runs; 4096 x 32768, where the
+    one 32768-value chunk is 32 warps, one program of 1024 threads), dropping it ran fp16 3-5%
+    faster and fp32 1-2% faster, but bf16 3% slower; at 8192 x 16384 fp32 gained 2% and the
+    16-bit kernels did not move. Profiled (ncu-rmsnorm-row-mask.log), the masked bf16 kernel is
+    the one version that compiles to 32 registers a thread, the most at which two of these
+    programs share an SM; with two, one program's reduction overlaps the other's loads (81% of
+    the SM's warps active against 46%). Capping the others at 32 (``maxnreg``) spills and does
+    not help. Why the mask costs fp16 and fp32 time with one program an SM is not settled: in
+    the masked code the first loads go out later, but a version whose loads went out earliest
+    of all (rows clamped rather than masked, ``row-mask-probe.log``) was not the fastest.
+    """
+    return plan.rows_per_program > 1 or dtype == torch.bfloat16
 
 
 @functools.lru_cache(maxsize=16)

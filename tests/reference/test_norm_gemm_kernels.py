@@ -236,7 +236,7 @@ def _do_not_specialize(kernel) -> set[str]:
 
 ROW_KERNELS = {
     "_rmsnorm_fwd_kernel": {
-        "N", "BLOCK", "ROWS", "CHUNKED", "STORE_RSTD", "NUM_STAGES", "EVICT_ROWS"
+        "N", "BLOCK", "ROWS", "CHUNKED", "STORE_RSTD", "NUM_STAGES", "EVICT_ROWS", "MASK_ROWS"
     },  # fmt: skip
     "_rmsnorm_bwd_kernel": {"N", "BLOCK", "ROWS", "CHUNKED", "NUM_STAGES"},
 }

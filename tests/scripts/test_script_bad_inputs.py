@@ -53,6 +53,7 @@ def test_validate_kernels_rejects_an_unknown_op_or_dtype():
         ("row_chunk_sweep.py", []),
         ("stream_ceiling.py", []),
         ("gemm_waves.py", []),
+        ("row_mask_probe.py", []),
     ],
 )
 def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tmp_path):
@@ -72,3 +73,20 @@ def test_gemm_scripts_reject_a_bad_round_count(script, rounds, tmp_path):
     _one_line_exit_2(_run(script, "--rounds", rounds, "--output", output),
                      f"{script.removesuffix('.py')}: error: ")  # fmt: skip
     assert not output.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--dtype", "int8"], ["--dtype", "float16", "--shape", "0x5"],
+     ["--dtype", "float16", "--version", "nope"], ["--dtype", "float16", "--shape", "axb"]],
+)  # fmt: skip
+def test_the_profiler_driver_rejects_bad_arguments(args):
+    _one_line_exit_2(_run("profile_rmsnorm_forward.py", *args), "profile_rmsnorm_forward: error: ")
+
+
+@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
+def test_the_profiler_driver_refuses_a_cpu_in_one_line():
+    done = _run("profile_rmsnorm_forward.py", "--dtype", "bfloat16", "--version", "rows-clamped")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
+    assert "Traceback" not in done.stderr
