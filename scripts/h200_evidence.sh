@@ -26,10 +26,12 @@
 #                                             with warp-specialized tilings
 #   scripts/h200_evidence.sh row-mask OUTDIR  the RMSNorm forward's row mask probe, and its
 #                                             versions under Nsight Compute (one launch each)
+#   scripts/h200_evidence.sh gemm-graph OUTDIR the GEMM against torch.mm in graphs of two
+#                                             lengths, each tiling pinned, the autotuner's pick
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -161,6 +163,10 @@ probes)
         --output "$out/stream-ceiling.json"
     step tune-gemm-ws timeout 300 python3 scripts/tune_gemm.py --warp-specialize --forward-only \
         --output "$out/tune-gemm-ws.json"
+    ;;
+gemm-graph)
+    step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \
+        --output "$out/gemm-graph-length.json"
     ;;
 row-mask)
     # the RMSNorm forward with and without its row mask: placement, every case, a register cap

@@ -54,6 +54,7 @@ def test_validate_kernels_rejects_an_unknown_op_or_dtype():
         ("stream_ceiling.py", []),
         ("gemm_waves.py", []),
         ("row_mask_probe.py", []),
+        ("gemm_graph_length.py", []),
     ],
 )
 def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tmp_path):
