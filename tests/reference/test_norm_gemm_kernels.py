@@ -242,6 +242,19 @@ ROW_KERNELS = {
 }
 
 
+def test_the_row_mask_is_dropped_only_where_every_row_exists():
+    """The forward's chunked path may skip its row mask only with one row a program (rows past
+    the end would be read and written otherwise), and the measured rule keeps it in bf16."""
+    one_row = rmsnorm_module.forward_plan(4096, 32768, 2)
+    assert one_row.chunked and one_row.rows_per_program == 1
+    assert not rmsnorm_module._mask_rows(one_row, torch.float16)
+    assert not rmsnorm_module._mask_rows(one_row, torch.float32)
+    assert rmsnorm_module._mask_rows(one_row, torch.bfloat16)
+    stacked = RowPlan(block_cols=128, rows_per_program=2, num_warps=4, chunked=True)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        assert rmsnorm_module._mask_rows(stacked, dtype)
+
+
 @pytest.mark.parametrize("name", sorted(ROW_KERNELS))
 def test_rmsnorm_row_count_is_runtime(name):
     """Is the row count a runtime argument Triton never specializes, and the width constexpr?"""
