@@ -17,6 +17,8 @@ different read:write mixes and no arithmetic worth the name, next to the softmax
 
 ``--plans`` adds, at 16384 x 4096 only, the row copy and the softmax under each of a grid of
 row plans (rows a program x warps): does the softmax follow its copy from plan to plan?
+``--ahead`` adds there a persistent softmax that issues the next row's load before it reduces
+the current row: is it the loads in flight that hold the softmax under the copy ceiling?
 
 Each row is the logical TB/s (bytes the op must move / median time). Shapes: the target's
 16384 x 4096 and twice and half as many rows, to tell a cost per byte from a fixed cost per
@@ -64,6 +66,70 @@ def _copy_flat_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     # add's full blocks (the shapes here are whole multiples of BLOCK): no mask at all
     offsets = tl.program_id(axis=0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offsets, tl.load(x_ptr + offsets))
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _softmax_ahead_kernel(x_ptr, y_ptr, n_rows, N: tl.constexpr, BLOCK: tl.constexpr):
+    # Persistent: program p walks rows p, p + P, p + 2P, ... and issues the next row's load
+    # before it reduces the current one, so one load is in flight while it reduces. The last
+    # load of each program rereads the last row (clamped): a cache hit, never used.
+    first = tl.program_id(axis=0)
+    step = tl.num_programs(axis=0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    offset = first.to(tl.int64) * N  # the current row's first element (int64: M*N > 2**31)
+    stride = step.to(tl.int64) * N
+    last = (n_rows - 1).to(tl.int64) * N
+    x_next = tl.load(x_ptr + offset + cols, mask=mask, other=float("-inf"))
+    for _ in range(first, n_rows, step):
+        x = x_next.to(tl.float32)
+        x_next = tl.load(x_ptr + tl.minimum(offset + stride, last) + cols, mask=mask,
+                         other=float("-inf"))  # fmt: skip
+        numerator = tl.exp(x - tl.max(x, axis=0))
+        y = numerator / tl.sum(numerator, axis=0)
+        tl.store(y_ptr + offset + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        offset += stride
+
+
+def softmax_ahead(x: torch.Tensor, y: torch.Tensor, programs: int, warps: int):
+    """``--ahead``: the softmax of contiguous ``x`` into ``y``, one row ahead, ``programs``
+    persistent programs of ``warps`` warps."""
+    n_rows, n_cols = x.shape
+    grid = (min(programs, n_rows),)
+
+    def run():
+        _softmax_ahead_kernel[grid](x, y, n_rows, N=n_cols,
+                                    BLOCK=triton.next_power_of_2(n_cols), num_warps=warps)
+        return y
+
+    return run
+
+
+def resident_programs(x: torch.Tensor, y: torch.Tensor, warps: int) -> int:
+    """How many one-row-ahead programs of ``warps`` warps an SM holds at once, from the
+    registers its binary uses (compiled here by a launch over one row): 64 warps and 65,536
+    registers an SM, registers allocated 8 a thread at a time."""
+    compiled = _softmax_ahead_kernel[(1,)](x, y, 1, N=x.shape[1],
+                                           BLOCK=triton.next_power_of_2(x.shape[1]),
+                                           num_warps=warps)  # fmt: skip
+    threads = 32 * warps
+    registers = -(-compiled.n_regs // 8) * 8
+    return min(2048 // threads, 65536 // (threads * registers))
+
+
+def ahead_candidates(x: torch.Tensor) -> dict[str, tuple[object, int, object]]:
+    """``--ahead``: the one-row-ahead softmax with as many programs as the SMs hold at once
+    (8 and 4 warps), and with 1024 programs of 8 warps (16 rows each; more than fit at once)."""
+    size = x.numel() * x.element_size()
+    y, expected = torch.empty_like(x), torch.softmax(x, -1)
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    grids = [(sms * resident_programs(x, y, warps), warps) for warps in (8, 4)] + [(1024, 8)]
+    return {
+        f"softmax ahead P{programs} w{warps}": (
+            softmax_ahead(x, y, programs, warps), 2 * size, expected
+        )
+        for programs, warps in grids
+    }
 
 
 def row_copy_with(x: torch.Tensor, y: torch.Tensor, plan: RowPlan):
@@ -124,6 +190,8 @@ def main(argv=None) -> int:
                         help="interleaved timing rounds per shape (default 7)")  # fmt: skip
     parser.add_argument("--plans", action="store_true",
                         help="add the row copy and the softmax under a grid of row plans")
+    parser.add_argument("--ahead", action="store_true",
+                        help="add, at 16384 x 4096, a softmax that loads one row ahead")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     timing.require_gpu("stream_ceiling.py")
@@ -136,6 +204,8 @@ def main(argv=None) -> int:
         table = candidates(x, other)
         if args.plans and shape == PLAN_SHAPE:
             table |= plan_candidates(x)
+        if args.ahead and shape == PLAN_SHAPE:
+            table |= ahead_candidates(x)
         for label, (call, _, expected) in table.items():
             got = call()
             torch.cuda.synchronize()
