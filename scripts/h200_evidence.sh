@@ -28,10 +28,12 @@
 #                                             versions under Nsight Compute (one launch each)
 #   scripts/h200_evidence.sh gemm-graph OUTDIR the GEMM against torch.mm in graphs of two
 #                                             lengths, each tiling pinned, the autotuner's pick
+#   scripts/h200_evidence.sh weight-grad OUTDIR dB through the rows and persistent kernels,
+#                                             and the training step before and now
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -143,6 +145,11 @@ final-rows)
     ;;
 final-gemm)
     record gemm-bf16 gemm-train
+    ;;
+weight-grad)
+    # dB through the rows kernel and the persistent one, and the whole step (matmul.py)
+    step gemm-weight-grad timeout 150 python3 scripts/gemm_weight_grad.py \
+        --output "$out/gemm-weight-grad.json"
     ;;
 final-scripts)
     step external-baselines-rows timeout 150 python3 scripts/external_baselines.py \

@@ -33,9 +33,11 @@ Design (what the lessons quote):
 * **The weight gradient sums over M.** ``dB = A^T dC`` has the weight's shape ``K x N`` (fixed)
   and reduces over the token dimension. It runs in ``_matmul_rows_kernel``: the same tile code,
   with the output sizes constexpr and the reduction length a runtime, unspecialized argument.
-  When that output has fewer tiles than the GPU has SMs (1024 x 1024 is 64 tiles of 128 x 128
-  for 132 SMs), the reduction is split (split-K): the grid's second axis gives each program a
-  slice of M, slices write fp32 partials, and a small kernel adds them and rounds once.
+  When that output has at most half as many tiles as the GPU has SMs (1024 x 1024 is 64 tiles
+  of 128 x 128 for 132 SMs), the reduction is split (split-K): the grid's second axis gives
+  each program a slice of M, slices write fp32 partials, and a small kernel adds them and
+  rounds once. A 16-bit dB with more tiles than that is not split and goes to the persistent
+  kernel below, in a version with the same sizes constexpr (``_matmul_persistent_rows_kernel``).
 * **Edges.** Tile loads wrap their row/column indices (``% M``, ``% N``) so that they stay in
   bounds without masks; the K tail is masked (``other=0``) unless K is a multiple of
   ``BLOCK_K``; the store is masked. Any shape works (3000 x 1999 x 1023).
@@ -51,11 +53,15 @@ Design (what the lessons quote):
   descriptor. Without the copy, the classic kernel's loads of those rows fall back to 2-byte
   accesses: on the H200 it ran 3000 x 1999 x 1023 fp16 at 80 TFLOP/s, and cuBLAS, which has
   the same problem, at 99. fp32 stays on the classic kernel (IEEE FMA, no tensor cores), and so
-  does dB (split-K partials). Warp specialization (``WARP_SPECIALIZE``: Triton's automatic
-  pass splits the tile loop into loading and multiplying warps; Triton 3.6 runs it on Hopper
-  too) stays off: timed on the H200 (``results/h200/tune-gemm-ws.log``) it matched the same
-  tilings without it at 4096^3 fp16 and 8192^3 bf16 (within 0.2%), lost 0.5-1.2% at
-  16384 x 1024 x 1024, and with 4 warps at 128 x 256 ran 7-8x slower. The descriptors are
+  does a dB that is split (its fp32 partials). The unsplit dB gained the most: at 3000 x 1999 x
+  1023 the rows kernel took 0.162 ms on the unaligned rows (and 0.202 on aligned copies: its
+  wrapped indices keep the loads narrow), the persistent kernel 0.046, cuBLAS 0.100; at 4096^3
+  0.2126 against the rows kernel's 0.2183 (``results/h200/gemm-weight-grad.log``).
+  Warp specialization (``WARP_SPECIALIZE``: Triton's automatic pass splits the tile loop
+  into loading and multiplying warps; Triton 3.6 runs it on Hopper too) stays off: timed on
+  the H200 (``results/h200/tune-gemm-ws.log``) it matched the same tilings without it at
+  4096^3 fp16 and 8192^3 bf16 (within 0.2%), lost 0.5-1.2% at 16384 x 1024 x 1024, and
+  with 4 warps at 128 x 256 ran 7-8x slower. The descriptors are
   built on the device, in a workspace that ``triton.set_allocator`` provides (set by the
   launcher before each launch).
 * **Under the interpreter** one small configuration runs (no benchmarking on the CPU), and
@@ -380,6 +386,35 @@ def _matmul_persistent_kernel(
     )  # fmt: skip
 
 
+@triton.autotune(
+    key=["M", "N", "A_COLUMN_MAJOR", "B_COLUMN_MAJOR"], configs=_persistent_configs(interpreting())
+)
+@triton.jit(do_not_specialize=["K"])
+def _matmul_persistent_rows_kernel(
+    a_ptr,  # *Pointer* to A (M x K); for dB the forward's A read transposed
+    b_ptr,  # *Pointer* to B (K x N); for dB this is dC
+    c_ptr,  # *Pointer* to C (M x N, contiguous), written
+    M: tl.constexpr,  # rows of C: a layer width
+    N: tl.constexpr,  # columns of C: a layer width
+    K,  # runtime: the reduction length, the forward's token count (never specialized)
+    stride_am, stride_ak, stride_bk, stride_bn,  # strides in elements
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # from the config
+    GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # from the config
+    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,  # from the config
+    NUM_SMS: tl.constexpr,  # from the launcher: the device's SM count
+    A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,  # from the operands' strides
+    C_DESCRIPTOR: tl.constexpr,  # from the launcher: N * element size % 16 == 0
+    DOT_IN_FP32: tl.constexpr,  # from the launcher
+):
+    # dB = A^T @ dC for 16-bit operands when the weight has enough tiles to fill the GPU
+    # without splitting the reduction (_split_k returns None): the forward's traffic
+    _matmul_persistent(
+        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, NUM_SMS,
+        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32, WARP_SPECIALIZE, FLATTEN,
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- launchers
 
 
@@ -430,12 +465,14 @@ def _split_k(m: int, n: int, k: int, device: torch.device) -> int | None:
     K into as many slices as still fit one wave (tiles x slices <= SMs), each slice at least
     MIN_SPLIT_LENGTH long: on the H200 2 slices (128 programs) ran 0.0546 ms, 4 slices 0.0626,
     8 slices 0.0748 (results/h200/tune-gemm.log): a second, partial wave costs more than it adds.
-    ``None`` (write C directly) depends on the output's shape only, never on K: the kernel's
-    output dtype (fp32 partials or C's) must not change with the token count, or it compiles.
+    ``None`` (no slices: write C directly) when not even two slices of every tile fit one wave
+    (more than half as many tiles as SMs: 1023 x 1999 is 128 tiles). It depends on the output's
+    shape only, never on K: the kernel that runs and its output dtype (fp32 partials or C's)
+    must not change with the token count, or a new batch size compiles.
     """
     sms = INTERPRETER_SM_COUNT if interpreting() else _sm_count(device)
     tiles = triton.cdiv(m, 128) * triton.cdiv(n, 128)
-    if tiles >= sms:
+    if sms // tiles < 2:
         return None
     min_length = 16 if interpreting() else MIN_SPLIT_LENGTH
     return max(1, min(MAX_SPLITS, sms // tiles, k // min_length))
@@ -498,9 +535,12 @@ def _workspace(size: int, alignment: int, stream: int | None) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-def _launch_persistent(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """C = A @ B through the persistent kernel: one program an SM, 16-bit operands (an operand
-    whose rows are not 16-byte aligned is copied first: ``_with_aligned_rows``)."""
+def _launch_persistent(a: torch.Tensor, b: torch.Tensor, kernel=None) -> torch.Tensor:
+    """C = A @ B through a persistent kernel: one program an SM, 16-bit operands (an operand
+    whose rows are not 16-byte aligned is copied first: ``_with_aligned_rows``). ``kernel`` is
+    ``_matmul_persistent_kernel`` (the default: M at run time) or
+    ``_matmul_persistent_rows_kernel`` (the weight gradient: K at run time)."""
+    kernel = _matmul_persistent_kernel if kernel is None else kernel
     a, b = _with_aligned_rows(a), _with_aligned_rows(b)
     m, k = a.shape
     n = b.shape[1]
@@ -516,7 +556,7 @@ def _launch_persistent(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     def grid(meta):
         return (min(sms, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])),)
 
-    _matmul_persistent_kernel[grid](
+    kernel[grid](
         a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
         NUM_SMS=sms, A_COLUMN_MAJOR=a.stride(1) != 1, B_COLUMN_MAJOR=b.stride(1) != 1,
         C_DESCRIPTOR=(n * c.element_size()) % 16 == 0,
@@ -550,11 +590,15 @@ def matmul_bwd(
     grad_a = grad_b = None
     # TODO: dA = dC @ B^T through _matmul_kernel (N and K of that product are layer widths);
     # TODO: dB = A^T @ dC through _matmul_rows_kernel (its reduction runs over M); use .T views
-    # TODO: and _split_k for the number of reduction slices
+    # TODO: and _split_k for the number of reduction slices. Then, once it passes, send 16-bit
+    # TODO: dA to _launch_persistent, and 16-bit dB that _split_k does not split to it with
+    # TODO: _matmul_persistent_rows_kernel, and measure the difference
     raise NotImplementedError(
         "exercises/kernels/matmul.py:matmul_bwd: dA = dC @ B^T through _matmul_kernel (N and K of "
         "that product are layer widths); dB = A^T @ dC through _matmul_rows_kernel (its reduction "
-        "runs over M); use .T views and _split_k for the number of reduction slices"
+        "runs over M); use .T views and _split_k for the number of reduction slices. Then, once it "
+        "passes, send 16-bit dA to _launch_persistent, and 16-bit dB that _split_k does not split "
+        "to it with _matmul_persistent_rows_kernel, and measure the difference"
     )
     return grad_a, grad_b
 

@@ -227,8 +227,9 @@ def _mask_rows(plan: RowPlan, dtype: torch.dtype) -> bool:
     (a plan passed in may stack them), and with one (the rule's chunked plans) in bf16 only.
 
     With one row a program the row mask is always true, yet it changes the code: a measured rule.
-    Timed on the H200 (results/h200/row-mask-probe*.log, four runs; 4096 x 32768, where the
-    one 32768-value chunk is 32 warps, one program of 1024 threads), dropping it ran fp16 3-5%
+    Timed on the H200 (six runs: results/h200/rmsnorm-row-mask-probe*.log and
+    row-mask-probe*.log; 4096 x 32768, where the one 32768-value chunk is 32 warps, one
+    program of 1024 threads), dropping it ran fp16 3-5%
     faster and fp32 1-2% faster, but bf16 3% slower; at 8192 x 16384 fp32 gained 2% and the
     16-bit kernels did not move. Profiled (ncu-rmsnorm-row-mask.log), the masked bf16 kernel is
     the one version that compiles to 32 registers a thread, the most at which two of these

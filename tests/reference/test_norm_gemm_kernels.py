@@ -140,18 +140,15 @@ def test_unaligned_rows_are_copied_with_a_padded_stride():
     assert matmul_module._with_aligned_rows(sliced).data_ptr() % 16 == 0
 
 
-@pytest.mark.parametrize(("dtype", "persistent"),
-                         [(torch.float16, True), (torch.bfloat16, True), (torch.float32, False)],
-                         ids=["float16", "bfloat16", "float32"])  # fmt: skip
-def test_matmul_routes_16_bit_to_the_persistent_kernel(monkeypatch, dtype, persistent):
-    """16-bit products of any shape (75 x 93 x 61 too) take the persistent kernel, forward and
-    dA; fp32 takes the classic one. dB always takes the rows kernel."""
+def _spy_launches(monkeypatch) -> list[str]:
+    """The kernels the matmul wrappers launch, in order, by name."""
     launched = []
     real_persistent, real_launch = matmul_module._launch_persistent, matmul_module._launch
 
-    def spy_persistent(a, b):
-        launched.append("persistent")
-        return real_persistent(a, b)
+    def spy_persistent(a, b, kernel=None):
+        name = "persistent" if kernel is None else _jit_function(kernel).fn.__name__
+        launched.append(name)
+        return real_persistent(a, b, kernel)
 
     def spy_launch(kernel, a, b, splits=None):
         launched.append(_jit_function(kernel).fn.__name__)
@@ -159,11 +156,39 @@ def test_matmul_routes_16_bit_to_the_persistent_kernel(monkeypatch, dtype, persi
 
     monkeypatch.setattr(matmul_module, "_launch_persistent", spy_persistent)
     monkeypatch.setattr(matmul_module, "_launch", spy_launch)
+    return launched
+
+
+@pytest.mark.parametrize(("dtype", "persistent"),
+                         [(torch.float16, True), (torch.bfloat16, True), (torch.float32, False)],
+                         ids=["float16", "bfloat16", "float32"])  # fmt: skip
+def test_matmul_routes_16_bit_to_the_persistent_kernel(monkeypatch, dtype, persistent):
+    """16-bit products of any shape (75 x 93 x 61 too) take the persistent kernel, forward and
+    dA; fp32 takes the classic one. A dB of few tiles (61 x 93: one) takes the rows kernel."""
+    launched = _spy_launches(monkeypatch)
     spec = ops.get("matmul_train")
     inputs = spec.inputs((75, 93, 61), dtype, _seed("route", dtype), device=DEVICE)
     spec.call(spec.kernel_function("reference"), inputs)
     main = "persistent" if persistent else "_matmul_kernel"
     assert launched == [main, main, "_matmul_rows_kernel"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32],
+                         ids=["float16", "bfloat16", "float32"])  # fmt: skip
+def test_matmul_weight_gradient_of_many_tiles_is_not_split(monkeypatch, dtype):
+    """A dB whose output has more than half as many tiles as SMs (here 257 x 130: 6 tiles for
+    the interpreter's 4) is not split: 16-bit goes to the persistent rows kernel, on operands
+    with unaligned rows, fp32 to the rows kernel writing C. Both match the float64 product."""
+    shape = (33, 130, 257)  # M x N x K: dB is 257 x 130, reducing over 33 tokens
+    assert matmul_module._split_k(257, 130, 33, torch.device(DEVICE)) is None
+    launched = _spy_launches(monkeypatch)
+    spec = ops.get("matmul_train")
+    _assert_matches_oracle(spec, spec.kernel_function("reference"), shape, dtype,
+                           _seed("dB tiles", dtype))  # fmt: skip
+    if dtype == torch.float32:
+        assert launched == ["_matmul_kernel", "_matmul_kernel", "_matmul_rows_kernel"]
+    else:
+        assert launched == ["persistent", "persistent", "_matmul_persistent_rows_kernel"]
 
 
 # --------------------------------------------------------------------------- input validation
@@ -274,6 +299,16 @@ def test_matmul_specialization():
     assert _constexpr_params(rows) == {"M", "N"} | tile
     assert _do_not_specialize(rows) == {"K"}
     assert rows.keys == ["M", "N"]
+    persistent_tile = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EPILOGUE_SUBTILE",
+                       "WARP_SPECIALIZE", "FLATTEN", "NUM_SMS", "A_COLUMN_MAJOR", "B_COLUMN_MAJOR",
+                       "C_DESCRIPTOR", "DOT_IN_FP32"}  # fmt: skip
+    forward = matmul_module._matmul_persistent_kernel
+    rows = matmul_module._matmul_persistent_rows_kernel
+    assert _constexpr_params(forward) == {"N", "K"} | persistent_tile
+    assert _do_not_specialize(forward) == {"M"}
+    assert _constexpr_params(rows) == {"M", "N"} | persistent_tile
+    assert _do_not_specialize(rows) == {"K"}
+    assert rows.keys == ["M", "N", "A_COLUMN_MAJOR", "B_COLUMN_MAJOR"]
     assert _do_not_specialize(matmul_module._sum_splits_kernel) == {"splits"}
 
 
@@ -306,11 +341,13 @@ def test_rmsnorm_compiles_once_for_any_row_count():
 @pytest.mark.gpu
 @gpu
 def test_matmul_compiles_once_per_config_for_any_m():
-    """After the first M has tuned N = K = 512, do other Ms (aligned or not) compile nothing?"""
+    """After the first M has tuned N = K = 512, do other Ms (aligned or not) compile nothing?
+    And at N = 1536, K = 1024, where dB (1024 x 1536, 96 tiles) takes the persistent rows
+    kernel, whose reduction length is the token count?"""
     spec = ops.get("matmul_train")
     fn = spec.kernel_function("reference")
     kernels = [matmul_module._matmul_persistent_kernel, matmul_module._matmul_rows_kernel,
-               matmul_module._sum_splits_kernel]  # fmt: skip
+               matmul_module._sum_splits_kernel, matmul_module._matmul_persistent_rows_kernel]
     before = [_compiled_variants(k) for k in kernels]  # other tests may have compiled some
     spec.call(fn, spec.inputs((256, 512, 512), torch.float16, 0, device="cuda"))
     after_first = [_compiled_variants(k) for k in kernels]
@@ -320,7 +357,15 @@ def test_matmul_compiles_once_per_config_for_any_m():
     assert [_compiled_variants(k) for k in kernels] == after_first
     added = [a - b for a, b in zip(after_first, before, strict=True)]
     # 512 x 512 is 16 tiles: dB always goes through split-K partials, whatever the split count
-    assert added[2] <= 1
+    assert added[2] <= 1 and added[3] == 0
     # the autotuner compiles every candidate once per key: the persistent kernel has two keys
     # here (the forward, and dA with B read transposed), the rows kernel one (dB)
     assert added[0] <= 2 * len(kernels[0].configs) and added[1] <= len(kernels[1].configs)
+
+    spec.call(fn, spec.inputs((256, 1536, 1024), torch.float16, 1, device="cuda"))
+    after_wide = [_compiled_variants(k) for k in kernels]
+    for m in (1000, 3000, 17):
+        spec.call(fn, spec.inputs((m, 1536, 1024), torch.float16, m, device="cuda"))
+    torch.cuda.synchronize()
+    assert [_compiled_variants(k) for k in kernels] == after_wide
+    assert 0 < after_wide[3] - after_first[3] <= len(kernels[3].configs)
