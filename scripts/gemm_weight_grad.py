@@ -14,6 +14,11 @@ replay after a float64 check of every output:
 * the whole step (forward, dA, dB, without autograd): as it was before (``step, before``), as
   ``matmul_bwd`` runs it now (``step, now``), and through ``torch.mm`` three times.
 
+The two ``step`` candidates that run the same kernels at 16384 x 1024 x 1024 (where dB is split
+before and now) are an A/A comparison: their difference is the method's, not the code's.
+``--seed`` changes the shuffled order of the rounds, so that a repeat run can tell a position
+effect from a kernel's.
+
 The split rule routes a 16-bit dB to the persistent kernel when its output has more than
 half as many tiles as the GPU has SMs (no split could give every tile two slices in one
 wave); the table shows where that line should be.
@@ -94,7 +99,7 @@ def check(outputs, expected) -> str:
     return ""
 
 
-def time_case(shape, rounds: int) -> list[dict]:
+def time_case(shape, rounds: int, seed: int) -> list[dict]:
     spec = ops.get("matmul_train")
     inputs = spec.inputs(shape, DTYPE, SEED, device="cuda")
     a, b, grad_c = inputs["a"].detach(), inputs["b"].detach(), inputs["grad_output"]
@@ -107,7 +112,7 @@ def time_case(shape, rounds: int) -> list[dict]:
         rows.append({"case": spec.shape_label(shape), "candidate": label, "failure": failure})
         if not failure:
             calls[label] = call
-    medians = timing.interleaved_graph_ms(calls, rounds=rounds)
+    medians = timing.interleaved_graph_ms(calls, rounds=rounds, seed=seed)
     db_flops, step_flops = 2 * m * n * k, spec.flops(shape)
     for row in rows:
         ms = medians.get(row["candidate"])
@@ -138,6 +143,9 @@ def main(argv=None) -> int:
     parser = OneLineParser(prog="gemm_weight_grad", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=7,
                         help="interleaved rounds, one sample of every candidate each (default 7)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the shuffled order of each round (default 0): a repeat run "
+                             "with another seed tells the order from the kernels")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     timing.require_gpu("gemm_weight_grad.py")
@@ -145,10 +153,11 @@ def main(argv=None) -> int:
     timing.warm_gpu()
     rows = []
     for shape in ops.get("matmul_train").default_shapes:
-        rows += time_case(shape, args.rounds)
+        rows += time_case(shape, args.rounds, args.seed)
     print_table(rows)
-    timing.write_json(args.output, {"environment": timing.environment(), "rows": rows},
-                      script=__file__, argv=argv)  # fmt: skip
+    print(f"order of the rounds: seed {args.seed}")
+    payload = {"environment": timing.environment(), "seed": args.seed, "rows": rows}
+    timing.write_json(args.output, payload, script=__file__, argv=argv)
     return 1 if any(r["failure"] for r in rows) else 0
 
 
