@@ -2,8 +2,10 @@
 
 One habit for every script: refuse to run without a GPU (exit 2, one line), warm the GPU with
 a short GEMM burst so the clocks are up before the first timed kernel, time the device with
-CUDA-graph replay (median of 10 replays of a graph that holds many calls), and oracle-check a
-candidate before it is timed. The host clock is used only by the wrapper-overhead script,
+CUDA-graph replay (a graph that holds about 10 ms of calls; one candidate alone: the median
+of 10 replays, ``graph_ms``; candidates compared: every graph captured first, then replays
+in shuffled rounds, ``interleaved_graph_ms``), and oracle-check a candidate before it is
+timed. The host clock is used only by the wrapper-overhead script,
 which measures the host. ``--output`` is written once the measurement has finished, as a script
 record (``write_json``; see scripts/_records.py).
 """
@@ -59,7 +61,8 @@ def graph_ms(call, rep_ms: int = GRAPH_REP_MS) -> float:
 def interleaved_graph_ms(
     calls: dict[str, Callable], rounds: int = 5, seed: int = 0, rep_ms: int = GRAPH_REP_MS
 ) -> dict[str, float]:
-    """``graph_ms`` of every call, in ``rounds`` rounds of a shuffled order; the medians.
+    """Every call's median milliseconds under CUDA-graph replay, timed in ``rounds`` rounds of
+    a shuffled order (``interleaved_graph_samples``).
 
     Timed one after another, the first candidate meets a cool GPU and the one after a long
     GEMM a hot, power-limited one: on the H200, cuBLAS at 8192^3 bf16 measured 1.55 ms right
@@ -70,17 +73,62 @@ def interleaved_graph_ms(
     return {label: statistics.median(values) for label, values in samples.items()}
 
 
+REPLAYS_PER_ROUND = 3  # back-to-back timed replays of a candidate's graph in each round
+
+
+def captured_graph(call: Callable, rep_ms: float = GRAPH_REP_MS) -> tuple:
+    """``(graph, calls)``: a CUDA graph of as many ``call()``s as take about ``rep_ms``."""
+    call()  # compiles and autotunes outside the graph
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        call()
+    end.record()
+    end.synchronize()
+    estimate_ms = start.elapsed_time(end) / 5
+    calls = max(1, int(rep_ms / estimate_ms)) if estimate_ms > 0 else 1000
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            call()
+    torch.cuda.synchronize()
+    return graph, calls
+
+
+def replay_ms(graph: torch.cuda.CUDAGraph, calls: int) -> float:
+    """Milliseconds a call over one replay of ``graph`` (``calls`` calls), by CUDA events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls
+
+
 def interleaved_graph_samples(
     calls: dict[str, Callable], rounds: int = 5, seed: int = 0, rep_ms: int = GRAPH_REP_MS
 ) -> dict[str, list[float]]:
-    """What ``interleaved_graph_ms`` takes the medians of: each call's ``rounds`` samples."""
+    """What ``interleaved_graph_ms`` takes the medians of: ``rounds x REPLAYS_PER_ROUND``
+    samples a call, each the milliseconds a call over one replay of its graph.
+
+    Every graph is captured (and replayed once, untimed) before anything is timed, as
+    kernel-bench prepares its cases. An earlier version timed each sample with Triton's
+    ``do_bench_cudagraph``, which captures a new graph for every sample: between two
+    candidates the GPU idled while the host captured, for a time that depended on the
+    candidate, and an A/A pair (one GEMM training step timed under two names) read up to 7.7%
+    apart, following the shuffled order (``results/h200/gemm-weight-grad-seed*.log``).
+    """
+    graphs = {label: captured_graph(call, rep_ms) for label, call in calls.items()}
+    for graph, count in graphs.values():
+        replay_ms(graph, count)
     order = list(calls)
     shuffle = random.Random(seed)
     samples: dict[str, list[float]] = {label: [] for label in order}
     for _ in range(rounds):
         shuffle.shuffle(order)
         for label in order:
-            samples[label].append(graph_ms(calls[label], rep_ms))
+            samples[label] += [replay_ms(*graphs[label]) for _ in range(REPLAYS_PER_ROUND)]
     return samples
 
 

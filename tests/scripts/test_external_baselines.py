@@ -211,21 +211,37 @@ def test_a_failing_baseline_or_reference_is_not_judged():
 
 
 def test_variants_are_timed_interleaved_in_shuffled_rounds(monkeypatch):
-    """Every variant is timed once per round, the order changes between rounds, and each
-    variant's figure is the median of its own rounds (not of whoever ran first)."""
+    """Every graph is captured before anything is timed; then every variant is replayed once
+    per round (a few back-to-back replays), the order changes between rounds, and each
+    variant's figure is the median of its own samples (not of whoever ran first)."""
     timing = eb.timing
-    order, drift = [], iter(range(1000))
+    events, drift = [], iter(range(1000))
 
-    def fake_graph_ms(call, rep_ms=timing.GRAPH_REP_MS):
-        order.append(call())
-        return call() * 10 + next(drift) * 1e-3  # later calls read slower: a warming GPU
+    def fake_capture(call, rep_ms=timing.GRAPH_REP_MS):
+        events.append(("capture", call()))
+        return call(), 1  # the "graph" is the variant's value, one call a replay
 
-    monkeypatch.setattr(timing, "graph_ms", fake_graph_ms)
+    def fake_replay(graph, calls):
+        events.append(("replay", graph))
+        return graph * 10 + next(drift) * 1e-3  # later replays read slower: a warming GPU
+
+    monkeypatch.setattr(timing, "captured_graph", fake_capture)
+    monkeypatch.setattr(timing, "replay_ms", fake_replay)
     calls = {name: (lambda value=value: value) for value, name in enumerate("abcd", start=1)}
     medians = timing.interleaved_graph_ms(calls, rounds=5, seed=3)
-    rounds = [order[i:i + 4] for i in range(0, 20, 4)]
-    assert all(sorted(r) == [1, 2, 3, 4] for r in rounds)
-    assert len({tuple(r) for r in rounds}) > 1, "the order never changed"
+    kinds = [kind for kind, _ in events]
+    assert kinds[:4] == ["capture"] * 4 and "capture" not in kinds[4:]
+    replays = [value for kind, value in events[4:]]
+    assert sorted(replays[:4]) == [1, 2, 3, 4]  # one untimed replay each, before the rounds
+    per_round = 4 * timing.REPLAYS_PER_ROUND
+    timed = replays[4:]
+    assert len(timed) == 5 * per_round
+    rounds = [timed[i:i + per_round] for i in range(0, len(timed), per_round)]
+    orders = [tuple(r[::timing.REPLAYS_PER_ROUND]) for r in rounds]
+    assert all(sorted(o) == [1, 2, 3, 4] for o in orders)
+    assert all(r == [v for v in o for _ in range(timing.REPLAYS_PER_ROUND)]
+               for r, o in zip(rounds, orders, strict=True))  # fmt: skip
+    assert len(set(orders)) > 1, "the order never changed"
     assert [round(medians[name]) for name in "abcd"] == [10, 20, 30, 40]
 
 
