@@ -18,8 +18,9 @@ Cases (built from the op registry; ``--cases`` picks some, by op name or by key)
   call in its own CUDA graph, and the kernel choice is the same as ``max-autotune``'s.
 
 Every variant of a case is built and checked against the registry's float64 oracle first; then
-all of them are timed together, in ``--rounds`` rounds of a shuffled order, and each reports
-the median of its rounds. Timed one after another, the order decided the result: the variant
+every variant's CUDA graph is captured, and all of them are timed together, in ``--rounds``
+rounds of a shuffled order (``interleaved_graph_ms``: a few replays each a round), and each
+reports the median of its samples. Timed one after another, the order decided the result: the variant
 timed after a compile's idle seconds met a cooler GPU (see ``interleaved_graph_ms``). A reference
 that fails is not timed (and the exit status is 1); a baseline that fails is timed anyway and
 flagged, since it is the yardstick, not the candidate, but it is left out of "best baseline".
@@ -464,8 +465,9 @@ def main(argv=None) -> int:
     print()
     print_table(rows, checks)
     print(
-        f"{seconds:.0f} s. ms: median over {args.rounds} rounds, in a shuffled order, of the "
-        "median CUDA-graph replay (warm L2); ratio: best "
+        f"{seconds:.0f} s. ms: every graph captured first, then the median of "
+        f"{args.rounds} rounds x {timing.REPLAYS_PER_ROUND} CUDA-graph replays in a shuffled "
+        "order (warm L2); ratio: best "
         "oracle-passing baseline's ms / ms; rate: the registry's logical bytes or FLOPs."
     )
     payload = {
