@@ -23,7 +23,7 @@ show where the split-K rule should land.
 
 Phases, in order: refuse without a GPU -> numerics policy (no TF32) -> warm the GPU (~200 ms of
 GEMMs) -> per case: make inputs, compute the float64 oracle once, check each candidate, time it
-(CUDA-graph replay, median of 10 replays) -> table -> JSON. A candidate that fails the oracle
+(CUDA-graph replay, graphs captured first) -> table -> JSON. A candidate that fails the oracle
 is reported and not timed. Compiles dominate the run time (about 60 kernels); a second run on
 the same machine hits Triton's disk cache. The candidates of a case are checked first and then
 timed together, ``--rounds`` rounds in a shuffled order (``interleaved_graph_ms``): timed one
