@@ -66,6 +66,7 @@ FORWARD_CASES = (
 TRAIN_CASES = (((4096, 4096, 4096), torch.float16), ((16384, 1024, 1024), torch.float16))
 SPLITS = (1, 2, 4, 6, 8, 12, 16)
 SEED = 20_240
+AGAIN = "reference again"  # the reference timed twice: an A/A pair in every table
 DEVICE = "cuda"
 
 
@@ -176,22 +177,23 @@ def check(spec, label, fn, inputs, dtype, case) -> tuple[dict, object]:
     return row, call
 
 
-def measure_all(spec, candidates, inputs, dtype, flops, rows, case, rounds) -> None:
+def measure_all(spec, candidates, inputs, dtype, flops, rows, case, rounds, seed=0) -> None:
     """Check every candidate, then time those that pass together, interleaved; append rows."""
     checked = [check(spec, label, fn, inputs, dtype, case) for label, fn in candidates]
     calls = {row["candidate"]: call for row, call in checked if call is not None}
-    medians = interleaved_graph_ms(calls, rounds=rounds) if calls else {}
+    medians = interleaved_graph_ms(calls, rounds=rounds, seed=seed) if calls else {}
     for row, _ in checked:
         row["ms"] = medians.get(row["candidate"])
         row["tflops"] = flops / (row["ms"] * 1e-3) / 1e12 if row["ms"] else None
         rows.append(row)
 
 
-def forward_case(shape, dtype, use_inductor, wide, warp_specialize, clusters, rounds, rows):
+def forward_case(shape, dtype, use_inductor, wide, warp_specialize, clusters, rounds, rows,
+                 seed=0):  # fmt: skip
     spec = ops.get("matmul")
     case = f"matmul {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
-    candidates = [("reference", gemm.matmul)]
+    candidates = [("reference", gemm.matmul), (AGAIN, gemm.matmul)]
     candidates.append(("classic", lambda a, b: gemm._launch(gemm._matmul_kernel, a, b)))
     if dtype != torch.float32:
         configs = wide_configs() if wide else gemm._persistent_configs(False)
@@ -205,15 +207,16 @@ def forward_case(shape, dtype, use_inductor, wide, warp_specialize, clusters, ro
     if use_inductor:
         compiled = inductor_mm()
         candidates.append(("inductor max-autotune", lambda a, b: compiled(a, b)))
-    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds)
+    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds, seed)
 
 
-def train_case(shape, dtype, rounds, rows):
+def train_case(shape, dtype, rounds, rows, seed=0):
     spec = ops.get("matmul_train")
     case = f"matmul_train {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, SEED, device=DEVICE)
-    candidates = [("reference", gemm.matmul), ("torch.mm", spec.baselines["torch"])]
-    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds)
+    candidates = [("reference", gemm.matmul), (AGAIN, gemm.matmul),
+                  ("torch.mm", spec.baselines["torch"])]  # fmt: skip
+    measure_all(spec, candidates, inputs, dtype, spec.flops(shape), rows, case, rounds, seed)
 
     # dB alone (K x N output, reduction over M) at several split counts, and cuBLAS's dB: only
     # where the rule splits (an output of fewer tiles than SMs).
@@ -252,6 +255,17 @@ def add_ratios(rows):
                 r["ratio"] = best / r["ms"] if best and r["ms"] else None
 
 
+def a_a_spreads(rows) -> dict[str, float]:
+    """Per case, how far apart the two timings of the reference read (``AGAIN`` over
+    ``reference`` minus one): the method's own error in that table."""
+    ms = {(r["case"], r["candidate"]): r["ms"] for r in rows}
+    return {
+        case: ms[(case, AGAIN)] / ms[(case, "reference")] - 1
+        for case, label in ms
+        if label == "reference" and ms[(case, label)] and ms.get((case, AGAIN))
+    }
+
+
 def print_table(rows):
     print(f"{'case':<38} {'candidate':<36} {'ms':>8} {'TFLOP/s':>8} {'ratio':>6}  note")
     for r in rows:
@@ -259,6 +273,12 @@ def print_table(rows):
         tf = f"{r['tflops']:.0f}" if r["tflops"] else "-"
         ratio = f"{r['ratio']:.3f}" if r.get("ratio") else "-"
         print(f"{r['case']:<38} {r['candidate']:<36} {ms:>8} {tf:>8} {ratio:>6}  {r['failure']}")
+    spreads = a_a_spreads(rows)
+    if spreads:
+        worst = max(spreads.values(), key=abs)
+        print(f"A/A ({AGAIN!r} against 'reference', the same code): "
+              + ", ".join(f"{case} {spread:+.1%}" for case, spread in spreads.items())
+              + f"; a difference under {abs(worst):.1%} here is within the method's error")
 
 
 def main(argv=None) -> int:
@@ -274,6 +294,8 @@ def main(argv=None) -> int:
                         help="skip the training cases")
     parser.add_argument("--rounds", type=positive_int, default=5,
                         help="interleaved timing rounds per case (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the shuffled order of the rounds (default 0)")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     require_gpu("tune_gemm.py")
@@ -283,14 +305,15 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     for shape, dtype in FORWARD_CASES:
         forward_case(shape, dtype, args.inductor, args.wide, args.warp_specialize,
-                     args.clusters, args.rounds, rows)  # fmt: skip
+                     args.clusters, args.rounds, rows, args.seed)  # fmt: skip
         print(f"  {shape} {dtype} done at {time.perf_counter() - started:.0f} s", flush=True)
     for shape, dtype in () if args.forward_only else TRAIN_CASES:
-        train_case(shape, dtype, args.rounds, rows)
+        train_case(shape, dtype, args.rounds, rows, args.seed)
         print(f"  train {shape} done at {time.perf_counter() - started:.0f} s", flush=True)
     add_ratios(rows)
     print_table(rows)
-    write_json(args.output, {"environment": environment(), "rows": rows,
+    write_json(args.output, {"environment": environment(), "rows": rows, "seed": args.seed,
+                             "a_a": a_a_spreads(rows),
                              "seconds": round(time.perf_counter() - started, 1)},
                script=__file__, argv=argv)  # fmt: skip
     return 1 if any(r["failure"] and "Error" not in r["failure"] for r in rows) else 0
