@@ -20,8 +20,9 @@ Cases (built from the op registry; ``--cases`` picks some, by op name or by key)
 Every variant of a case is built and checked against the registry's float64 oracle first; then
 every variant's CUDA graph is captured, and all of them are timed together, in ``--rounds``
 rounds of a shuffled order (``interleaved_graph_ms``: a few replays each a round), and each
-reports the median of its samples. Timed one after another, the order decided the result: the variant
-timed after a compile's idle seconds met a cooler GPU (see ``interleaved_graph_ms``). A reference
+reports the median of its samples. Timed one after another, the order decided the result:
+the variant timed after a compile's idle seconds met a cooler GPU (see
+``interleaved_graph_ms``). A reference
 that fails is not timed (and the exit status is 1); a baseline that fails is timed anyway and
 flagged, since it is the yardstick, not the candidate, but it is left out of "best baseline".
 
