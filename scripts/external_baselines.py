@@ -326,11 +326,13 @@ def prepare(case: Case, variant: str, make: Callable, inputs, expected, note: st
     return row, (lambda: spec.call(fn, inputs))
 
 
-def time_case(case: Case, prepared: list[tuple[dict, Callable | None]], rounds: int) -> list[dict]:
+def time_case(
+    case: Case, prepared: list[tuple[dict, Callable | None]], rounds: int, seed: int = 0
+) -> list[dict]:
     """Time every runnable variant of one case interleaved (``interleaved_graph_ms``); rows."""
     calls = {row["variant"]: call for row, call in prepared if call is not None}
     try:
-        medians = timing.interleaved_graph_ms(calls, rounds=rounds) if calls else {}
+        medians = timing.interleaved_graph_ms(calls, rounds=rounds, seed=seed) if calls else {}
     except Exception as error:  # a capture that fails is reported on every row of the case
         medians = {}
         for row, _ in prepared:
@@ -358,7 +360,9 @@ def max_autotune_mm() -> Callable:
     return torch.compile(_mm, mode=AUTOTUNE_MODE, dynamic=False)
 
 
-def train_case(case: Case, liger: Liger | None, liger_status: str, rounds: int) -> list[dict]:
+def train_case(
+    case: Case, liger: Liger | None, liger_status: str, rounds: int, seed: int = 0
+) -> list[dict]:
     spec = ops.get(case.op)
     inputs = spec.inputs(case.shape, case.dtype, SEED, device="cuda")
     expected = spec.expected(inputs)
@@ -374,10 +378,12 @@ def train_case(case: Case, liger: Liger | None, liger_status: str, rounds: int) 
     else:
         prepared.append(prepare(case, LIGER, lambda: liger_function(case.op, liger), inputs,
                                 expected, LIGER_NOTES[case.op]))  # fmt: skip
-    return time_case(case, prepared, rounds)
+    return time_case(case, prepared, rounds, seed)
 
 
-def gemm_case(case: Case, autotune: bool, autotune_note: str, rounds: int) -> list[dict]:
+def gemm_case(
+    case: Case, autotune: bool, autotune_note: str, rounds: int, seed: int = 0
+) -> list[dict]:
     spec = ops.get(case.op)
     inputs = spec.inputs(case.shape, case.dtype, SEED, device="cuda")
     expected = spec.expected(inputs)
@@ -390,7 +396,7 @@ def gemm_case(case: Case, autotune: bool, autotune_note: str, rounds: int) -> li
                                 AUTOTUNE_MODE))  # fmt: skip
     else:
         prepared.append((_row(case, AUTOTUNE, autotune_note), None))
-    return time_case(case, prepared, rounds)
+    return time_case(case, prepared, rounds, seed)
 
 
 # --------------------------------------------------------------------------- output
@@ -430,6 +436,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[Case]]:
     parser.add_argument("--rounds", type=positive_int, default=5,
                         help="timing rounds per case; each times every variant once, in a "
                              "shuffled order (default 5)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the shuffled order of the rounds (default 0)")
     parser.add_argument("--output", help="write the JSON (a script record) here")
     args = parser.parse_args(argv)
     try:
@@ -452,13 +460,13 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     for case in cases:
         if case.training:
-            rows += train_case(case, liger, liger_status, args.rounds)
+            rows += train_case(case, liger, liger_status, args.rounds, args.seed)
         else:
             elapsed = time.perf_counter() - started
             autotune = not args.no_autotune and elapsed < args.autotune_budget_s
             budget = f"skipped: run past --autotune-budget-s {args.autotune_budget_s:g}"
             note = "skipped (--no-autotune)" if args.no_autotune else budget
-            rows += gemm_case(case, autotune, note, args.rounds)
+            rows += gemm_case(case, autotune, note, args.rounds, args.seed)
         print(f"  {case.label} done at {time.perf_counter() - started:.0f} s", flush=True)
     add_ratios(rows)
     checks = target_checks(rows)

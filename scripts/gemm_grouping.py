@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     parser.add_argument("--output", help="write the rows as JSON here")
     parser.add_argument("--rounds", type=positive_int, default=5,
                         help="interleaved rounds (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the shuffled order of the rounds (default 0)")
     args = parser.parse_args(argv)
     require_gpu("gemm_grouping.py")
     ops.numerics_policy()
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
                 checked.append((kernel, group_m, failure))
                 if not failure:
                     calls[(kernel, group_m)] = lambda fn=fn, x=inputs: spec.call(fn, x)
-        medians = interleaved_graph_ms(calls, rounds=args.rounds) if calls else {}
+        medians = interleaved_graph_ms(calls, rounds=args.rounds, seed=args.seed) if calls else {}
         for kernel, group_m, failure in checked:
             ms = medians.get((kernel, group_m))
             rows.append({

@@ -68,6 +68,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=positive_int, default=7,
                         help="interleaved timing rounds per pair (default 7)")  # fmt: skip
     parser.add_argument("--output", help="write the rows as JSON here")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the shuffled order of the rounds (default 0)")
     args = parser.parse_args(argv)
     timing.require_gpu("gemm_waves.py")
     ops.numerics_policy()
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
                 label = (shape, variant)
                 calls[label] = lambda fn=fn, x=inputs: spec.call(fn, x)
                 meta[label] = cublas_kernels(calls[label]) if variant == "torch.mm" else []
-        medians = timing.interleaved_graph_ms(calls, rounds=args.rounds)
+        medians = timing.interleaved_graph_ms(calls, rounds=args.rounds, seed=args.seed)
         for (shape, variant), ms in medians.items():
             m, n, k = shape
             tile = chosen_tile(n, k) if variant == "reference" else None
