@@ -30,10 +30,11 @@
 #                                             lengths, each tiling pinned, the autotuner's pick
 #   scripts/h200_evidence.sh weight-grad OUTDIR dB through the rows and persistent kernels,
 #                                             and the training step before and now
+#   scripts/h200_evidence.sh autotune-pick OUTDIR the GEMM autotuner's pick, default and warm
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -145,6 +146,11 @@ final-rows)
     ;;
 final-gemm)
     record gemm-bf16 gemm-train
+    ;;
+autotune-pick)
+    # the GEMM autotuner's pick under its own benchmarker and under warm graph replay
+    step gemm-autotune-pick timeout 200 python3 scripts/gemm_autotune_pick.py \
+        --output "$out/gemm-autotune-pick.json"
     ;;
 weight-grad)
     # dB through the rows kernel and the persistent one, and the whole step (matmul.py)
