@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import OneLineParser, positive_int  # noqa: E402
+from gemm_graph_length import _config_name as config_name  # noqa: E402  (one naming)
 
 # isort: split
 import torch  # noqa: E402
@@ -51,13 +52,6 @@ def warm_autotuner():
     reference = gemm._matmul_persistent_kernel
     return triton.autotune(configs=list(reference.configs), key=list(reference.keys),
                            do_bench=warm_benchmarker)(reference.fn)  # fmt: skip
-
-
-def config_name(config) -> str:
-    k = config.kwargs
-    sub = " sub" if k.get("EPILOGUE_SUBTILE") else ""
-    return (f"{k['BLOCK_M']}x{k['BLOCK_N']}x{k['BLOCK_K']} w{config.num_warps} "
-            f"s{config.num_stages}{sub}")  # fmt: skip
 
 
 def _pick(tuner, before: set) -> tuple:
