@@ -312,6 +312,14 @@ def test_matmul_specialization():
     assert _do_not_specialize(matmul_module._sum_splits_kernel) == {"splits"}
 
 
+def test_every_gemm_autotuner_times_warm_by_graph_replay():
+    """Each autotuner in matmul.py picks under the conditions the course judges in (warm L2,
+    graph replay), not under Triton's default cold single launches."""
+    tuners = [v for v in vars(matmul_module).values() if isinstance(v, triton.runtime.Autotuner)]
+    assert len(tuners) >= 4
+    assert all(tuner.do_bench is matmul_module._warm_benchmark for tuner in tuners)
+
+
 # --------------------------------------------------------------------------- compiles (GPU)
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -369,3 +377,11 @@ def test_matmul_compiles_once_per_config_for_any_m():
     torch.cuda.synchronize()
     assert [_compiled_variants(k) for k in kernels] == after_wide
     assert 0 < after_wide[3] - after_first[3] <= len(kernels[3].configs)
+
+
+@pytest.mark.gpu
+@gpu
+def test_the_warm_benchmark_returns_the_autotuners_quantiles():
+    x = torch.ones(1 << 20, device="cuda")
+    timings = matmul_module._warm_benchmark(lambda: x.mul_(1.0), quantiles=(0.5, 0.2, 0.8))
+    assert len(timings) == 3 and all(t > 0 for t in timings)
