@@ -66,7 +66,7 @@ record() {
             --output "$out/gemm-bf16.json" ;;
         gemm-train) step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
             --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json" ;;
-        validate-kernels) step validate-kernels timeout 150 python3 scripts/validate_kernels.py \
+        validate-kernels) step validate-kernels timeout 300 python3 scripts/validate_kernels.py \
             --no-timing --output "$out/validate-kernels.json" ;;
         wrapper-overhead) step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
             --output "$out/wrapper-overhead.json" ;;
