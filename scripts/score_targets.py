@@ -16,18 +16,33 @@ written. One line per target: what was measured, met or missed, and the file it 
 * the training steps (``training.json``) and Liger-Kernel (``external-baselines-rows.json``);
 * the softmax wrapper's host time (``wrapper-overhead.json``).
 
-Then, for the every-case target, the cases behind, described by two facts the report holds:
+Then, for the every-case target, the cases behind, described by facts the report holds:
 
 * ``ranges``: whether the two variants' samples overlap (the reference's fastest sample is
   no slower than the baseline's slowest). If they do, the sweep's own spread is as large as
   the difference: the order of the two medians can change from one sweep to the next.
+* ``paired`` and ``rounds slower``: kernel-bench times every variant of a case once a round,
+  back to back in a shuffled order, and appends the samples in round order, so the i-th
+  samples of two variants come from the same round, under the same clocks. ``paired`` is
+  the median over rounds of the baseline's time over the reference's (the ratio without the
+  drift between rounds); ``rounds slower`` counts the rounds in which the reference was the
+  slower of the two, with a two-sided sign test's p (how often a coin would be as lopsided).
+  Samples that overlap can still come from a reference slower in every round: a small
+  difference, but a real one. (Rounds of one visit share its moment, so they are not quite
+  independent coins and the p is a guide; 15 of 15 is not in doubt.) A report whose
+  variants hold different numbers of samples (one failed partway) has no pairs: ``-``.
 * ``of ceiling``: the reference's logical bandwidth as a share of the streaming ceiling
   measured on the H200 (``--ceiling-gbps``, 4350): near 100 % no kernel can be much faster.
+
+The targets themselves are judged on the ratio of medians, as kernel-bench reports it; the
+paired figures describe the misses and are shown next to the GEMM and training-step ratios.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -38,12 +53,34 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = "results/h200"
 CEILING_GBPS = 4350.0  # fp16 add, 16384 x 4096, graph replay: the H200's measured ceiling
 BASELINES = ("torch", "compile")
+SIGNIFICANT = 0.01  # a sign test's p below this: the reference was slower round after round
 
 
 def fail(message: str):
     """One line on stderr, exit 2: how every maintainer script answers bad input."""
     print(f"score_targets: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def sign_test_p(slower: int, rounds: int) -> float:
+    """Two-sided sign test: the chance that ``rounds`` fair coin flips split at least as
+    unevenly as ``slower`` against ``rounds - slower``."""
+    fewer = min(slower, rounds - slower)
+    tail = sum(math.comb(rounds, k) for k in range(fewer + 1)) / 2**rounds
+    return min(1.0, 2 * tail)
+
+
+def paired(reference: dict, baseline: dict) -> dict | None:
+    """The two variants compared round by round (see the module's docstring); None when
+    their samples cannot be paired (different counts, or none)."""
+    ours, theirs = reference.get("samples_ms") or [], baseline.get("samples_ms") or []
+    if not ours or len(ours) != len(theirs):
+        return None
+    ratio = statistics.median(b / r for r, b in zip(ours, theirs, strict=True))
+    untied = [(r, b) for r, b in zip(ours, theirs, strict=True) if r != b]
+    slower = sum(r > b for r, b in untied)
+    return {"paired_ratio": ratio, "slower": slower, "rounds": len(untied),
+            "p": sign_test_p(slower, len(untied))}  # fmt: skip
 
 
 def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
@@ -66,6 +103,7 @@ def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
             "overlap": triton["min_ms"] <= best["max_ms"],
             "of_ceiling": gbps / ceiling_gbps,
             "triton_us": triton["median_ms"] * 1e3, "best_us": best["median_ms"] * 1e3,
+            "paired": paired(triton, best),
         })  # fmt: skip
     return behind, scored
 
@@ -94,8 +132,13 @@ def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
     found = [variants[v] for v in versus if v in variants]
     if "triton" not in variants or not found:
         return _line(target, "not in the report", None, name)
-    ratio = min(v["median_ms"] for v in found) / variants["triton"]["median_ms"]
-    return _line(target, f"{ratio:.3f}x", ratio >= goal, name)
+    best = min(found, key=lambda v: v["median_ms"])
+    ratio = best["median_ms"] / variants["triton"]["median_ms"]
+    pairs = paired(variants["triton"], best)
+    measured = f"{ratio:.3f}x" if pairs is None else (
+        f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}, slower in "
+        f"{pairs['slower']} of {pairs['rounds']} rounds)")  # fmt: skip
+    return _line(target, measured, ratio >= goal, name)
 
 
 def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str]]:
@@ -121,9 +164,11 @@ def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str
     for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
         behind, scored = score(reports[name], ceiling_gbps)
         overlap = sum(row["overlap"] for row in behind)
+        steady = sum(_significant(row) for row in behind)
         lines.append(_line(f"every memory-bound case >= the faster of eager and compile, {mode}",
                            f"{scored - len(behind)} of {scored}; {len(behind)} behind, "
-                           f"{overlap} overlapping", not behind, name))  # fmt: skip
+                           f"{overlap} overlapping, {steady} slower round after round",
+                           not behind, name))  # fmt: skip
         details.append(_detail(f"{name}: {mode}", behind))
     gemm_bf16 = load("gemm-bf16.json")
     for shape, dtype in targets.GEMM_SHAPES:
@@ -179,15 +224,28 @@ def _host_line(record: dict) -> dict:
     return _line(target, measured, ratio <= targets.HOST_COST_RATIO, "wrapper-overhead.json")
 
 
+def _significant(row: dict) -> bool:
+    return row["paired"] is not None and row["paired"]["p"] < SIGNIFICANT
+
+
 def _detail(title: str, behind: list[dict]) -> str:
-    lines = [f"{title}: the cases behind",
+    lines = [f"{title}: the cases behind (slower round after round: sign test p < "
+             f"{SIGNIFICANT})",
              f"  {'case':34s} {'ratio':>6s} {'vs':8s} {'triton us':>10s} {'best us':>9s} "
-             f"{'ranges':>8s} {'of ceiling':>10s}"]  # fmt: skip
+             f"{'ranges':>8s} {'paired':>7s} {'rounds slower':>13s} {'p':>7s} "
+             f"{'of ceiling':>10s}"]  # fmt: skip
     for row in sorted(behind, key=lambda row: row["ratio"]):
+        pairs = row["paired"]
+        if pairs is None:
+            paired_text = f"{'-':>7s} {'-':>13s} {'-':>7s}"
+        else:
+            slower = f"{pairs['slower']} of {pairs['rounds']}"
+            paired_text = f"{pairs['paired_ratio']:7.3f} {slower:>13s} {pairs['p']:7.4f}"
         lines.append(
             f"  {row['case']:34s} {row['ratio']:6.3f} {row['baseline']:8s} "
             f"{row['triton_us']:10.2f} {row['best_us']:9.2f} "
-            f"{'overlap' if row['overlap'] else 'apart':>8s} {row['of_ceiling']:10.0%}"
+            f"{'overlap' if row['overlap'] else 'apart':>8s} {paired_text} "
+            f"{row['of_ceiling']:10.0%}"
         )
     return "\n".join(lines)
 

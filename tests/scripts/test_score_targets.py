@@ -39,6 +39,33 @@ def test_cases_behind_are_told_apart_by_their_samples_and_the_gemm_is_left_out()
     assert abs(max_row["of_ceiling"] - 8 * 2**20 / 11e-6 / 1e9 / 4350.0) < 1e-12
 
 
+def test_the_sign_test_counts_lopsided_rounds():
+    assert abs(score_targets.sign_test_p(15, 15) - 2 / 2**15) < 1e-15
+    assert abs(score_targets.sign_test_p(0, 15) - 2 / 2**15) < 1e-15
+    assert score_targets.sign_test_p(8, 15) == 1.0
+    assert abs(score_targets.sign_test_p(12, 15) - 2 * (1 + 15 + 105 + 455) / 2**15) < 1e-15
+    assert score_targets.sign_test_p(0, 0) == 1.0
+
+
+def _sampled(name, samples_us):
+    return {"name": name, "samples_ms": [t / 1e3 for t in samples_us]}
+
+
+def test_pairs_are_rounds_and_a_steady_small_loss_is_told_from_noise():
+    # two clock states: the medians overlap, but the reference is 1% slower in every round
+    fast, slow = [100.0] * 3, [120.0] * 6
+    baseline = _sampled("compile", fast + slow)
+    steady = score_targets.paired(_sampled("triton", [t * 1.01 for t in fast + slow]), baseline)
+    assert steady["slower"] == 9 and steady["rounds"] == 9
+    assert abs(steady["paired_ratio"] - 1 / 1.01) < 1e-12
+    assert steady["p"] < score_targets.SIGNIFICANT
+    mixed = score_targets.paired(_sampled("triton", [101, 99, 101] + [119, 121] * 3), baseline)
+    assert mixed["slower"] == 5 and mixed["p"] == 1.0
+    assert mixed["rounds"] == 9
+    assert score_targets.paired(_sampled("triton", [100, 100]), baseline) is None  # unequal
+    assert score_targets.paired({"name": "triton"}, baseline) is None  # no samples kept
+
+
 def test_the_recorded_scores_are_up_to_date():
     """results/h200/target-scores.log is what the recorded reports give (NOTES quotes it)."""
     done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), "--check",

@@ -246,3 +246,31 @@ def test_a_variant_that_sets_l2_aside_is_rejected_untimed_and_the_limit_restored
     fake.size = 16 << 20  # set while the learner's modules were imported and tried once
     engine._guard_l2_residency(runner, None, before=0)
     assert runner.learner_rejected and "16.0 MiB" in runner.learner_rejected
+
+
+def test_the_ith_samples_of_a_cases_variants_come_from_one_round(
+    make_impl, small_config, monkeypatch
+):
+    """The report keeps each variant's samples in round order, one a round, so sample i of
+    two variants was timed in the same round, back to back (scripts/score_targets.py pairs
+    them). Each sample is replaced by the index of the call that started it."""
+    from learning.bench import engine
+
+    started = []
+    original = engine._start_sample
+
+    def numbered(item):
+        read = original(item)
+        if read is None:
+            return None
+        started.append(item)
+        index = len(started)
+        return lambda: (read(), index)[1] / 1e3  # the start's index, as "milliseconds"
+
+    monkeypatch.setattr(engine, "_start_sample", numbered)
+    report = run(small_config(op="rmsnorm", reference_package=make_impl(), samples=4, visits=2))
+    variants = [v for v in report.data["cases"][0]["variants"] if v["samples_ms"]]
+    assert len(variants) >= 3 and {len(v["samples_ms"]) for v in variants} == {4}
+    for i in range(4):
+        starts = sorted(round(v["samples_ms"][i] * 1e3) for v in variants)
+        assert starts == list(range(starts[0], starts[0] + len(variants)))  # one round's block
