@@ -94,3 +94,25 @@ def test_the_profiler_driver_refuses_a_cpu_in_one_line():
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--op", "matmul", "--shape", "4x4", "--dtype", "float32", "--variant", "compile"],
+     ["--op", "add", "--shape", "0x5", "--dtype", "float32", "--variant", "compile"],
+     ["--op", "sum", "--shape", "4x4x4", "--dtype", "float32", "--variant", "reference"],
+     ["--op", "max", "--shape", "axb", "--dtype", "float32", "--variant", "reference"],
+     ["--op", "add", "--shape", "4x4", "--dtype", "int8", "--variant", "reference"],
+     ["--op", "add", "--shape", "4x4", "--dtype", "float32", "--variant", "eager"]],
+)  # fmt: skip
+def test_the_streaming_profiler_driver_rejects_bad_arguments(args):
+    _one_line_exit_2(_run("profile_streaming.py", *args), "profile_streaming: error: ")
+
+
+@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
+def test_the_streaming_profiler_driver_refuses_a_cpu_in_one_line():
+    done = _run("profile_streaming.py", "--op", "add", "--shape", "64x64", "--dtype", "float32",
+                "--variant", "reference")  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,87 @@
+"""Launch one variant of a forward op, once inside a profiler range, for Nsight Compute (GPU only).
+
+    ncu --clock-control none --profile-from-start off --csv --metrics ... \\
+        python3 scripts/profile_streaming.py --op add --shape 16384x4096 --dtype float32 \\
+        --variant compile
+
+The variants are the two kernel-bench compares in the every-case sweep: ``reference`` (the
+reference kernel through its public wrapper) and ``compile`` (the op's first PyTorch
+baseline under ``torch.compile(dynamic=False)``, built as kernel-bench builds it). The script
+calls the variant a few times outside any profiler range (the first call compiles; Inductor
+also benchmarks its own candidates then), then once between ``cudaProfilerStart`` and
+``cudaProfilerStop``, so ``--profile-from-start off`` profiles that call's kernels and
+nothing else. Inputs come from the registry (seed 0). ``TORCH_LOGS=output_code`` in the
+environment prints the Triton code Inductor wrote for the ``compile`` variant.
+``scripts/h200_evidence.sh streaming-fp32`` runs it for the fp32 streaming cases that
+torch.compile wins by under 1% (``results/NOTES.md``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _records import OneLineParser  # noqa: E402
+
+# isort: split
+import torch  # noqa: E402
+
+from learning import ops  # noqa: E402
+from learning.bench.variants import fresh_compiled  # noqa: E402
+
+WARM_CALLS = 3
+VARIANTS = ("reference", "compile")
+
+
+def forward_ops() -> tuple[str, ...]:
+    """The registry's forward ops that have no GEMM: what the every-case target covers."""
+    return tuple(name for name in ops.GROUPS["all"] if not ops.get(name).is_gemm)
+
+
+def parse_shape(spec: ops.OpSpec, text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"expected ROWSxCOLS of whole numbers, got {text!r}") from None
+    return spec.validate_shape(shape)
+
+
+def variant_function(spec: ops.OpSpec, variant: str):
+    if variant == "reference":
+        return spec.kernel_function("reference")
+    return fresh_compiled(next(iter(spec.baselines.values())))
+
+
+def main(argv=None) -> int:
+    parser = OneLineParser(prog="profile_streaming", description=__doc__.splitlines()[0])
+    parser.add_argument("--op", choices=forward_ops(), required=True)
+    parser.add_argument("--shape", required=True, help="ROWSxCOLS, e.g. 16384x4096")
+    parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), required=True)
+    parser.add_argument("--variant", choices=VARIANTS, required=True)
+    args = parser.parse_args(argv)
+    spec = ops.get(args.op)
+    try:
+        shape = parse_shape(spec, args.shape)
+    except ValueError as error:
+        parser.error(f"--shape: {error}")
+    timing.require_gpu("profile_streaming.py")
+    ops.numerics_policy()
+    inputs = spec.make_inputs(shape, ops.dtype_from_name(args.dtype), 0, "cuda")
+    fn = variant_function(spec, args.variant)
+    for _ in range(WARM_CALLS):
+        fn(*inputs.values())
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    fn(*inputs.values())
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(f"profiled one call of the {args.variant} {args.op} {spec.shape_label(shape)} "
+          f"{args.dtype} (after {WARM_CALLS} unprofiled calls)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
