@@ -164,7 +164,7 @@ streaming-fp32)
     for op in add sum max; do
         for shape in 16384x4096 4096x32768; do
             for variant in reference compile; do
-                step "ncu-$op-$shape-$variant" timeout 150 env TORCH_LOGS=output_code ncu \
+                step "ncu-fp32-$op-$shape-$variant" timeout 150 env TORCH_LOGS=output_code ncu \
                     --clock-control none --profile-from-start off --metrics "$metrics" --csv \
                     --print-units base python3 scripts/profile_streaming.py --op "$op" \
                     --shape "$shape" --dtype float32 --variant "$variant"
