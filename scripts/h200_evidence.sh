@@ -32,10 +32,11 @@
 #                                             and the training step before and now
 #   scripts/h200_evidence.sh autotune-pick OUTDIR the GEMM autotuner's pick, default and warm
 #   scripts/h200_evidence.sh streaming-fp32 OUTDIR fp32 add/sum/max against compile, under ncu
+#   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32 OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -171,6 +172,16 @@ streaming-fp32)
             done
         done
     done
+    ;;
+plans)
+    # launch plans for the streaming cases compile wins by under 1%, paired against compile
+    step streaming-plans timeout 300 python3 scripts/streaming_plans.py \
+        --output "$out/streaming-plans.json"
+    # the last two GEMM probes of the old method, on the capture-first interleaving
+    step tune-gemm-ws-captured timeout 200 python3 scripts/tune_gemm.py --warp-specialize \
+        --forward-only --output "$out/tune-gemm-ws-captured.json"
+    step tune-gemm-clusters-captured timeout 200 python3 scripts/tune_gemm.py --clusters \
+        --forward-only --output "$out/tune-gemm-clusters-captured.json"
     ;;
 weight-grad)
     # dB through the rows kernel and the persistent one, and the whole step (matmul.py)
