@@ -21,7 +21,8 @@ Then, for the every-case target, the cases behind, described by facts the report
 * ``ranges``: whether the two variants' samples overlap (the reference's fastest sample is
   no slower than the baseline's slowest). If they do, the sweep's own spread is as large as
   the difference: the order of the two medians can change from one sweep to the next.
-* ``paired`` and ``rounds slower``: kernel-bench times every variant of a case once a round,
+* ``paired`` and ``rounds slower`` (``learning.report.stats``, which also gives kernel-bench
+  reports their ``paired_vs_eager``): kernel-bench times every variant of a case once a round,
   back to back in a shuffled order, and appends the samples in round order, so the i-th
   samples of two variants come from the same round, under the same clocks. ``paired`` is
   the median over rounds of the baseline's time over the reference's (the ratio without the
@@ -43,15 +44,18 @@ paired figures describe the misses and are shown next to the GEMM and training-s
 from __future__ import annotations
 
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 
-import _targets as targets
-from _records import OneLineParser
-
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the engine's package sits beside scripts/
+    sys.path.insert(0, str(ROOT))
+
+import _targets as targets  # noqa: E402
+from _records import OneLineParser  # noqa: E402
+
+from learning.report.stats import paired  # noqa: E402  (streaming_variants imports it from here)
+
 RESULTS = "results/h200"
 CEILING_GBPS = 4350.0  # fp16 add, 16384 x 4096, graph replay: the H200's measured ceiling
 BASELINES = ("torch", "compile")
@@ -62,27 +66,6 @@ def fail(message: str):
     """One line on stderr, exit 2: how every maintainer script answers bad input."""
     print(f"score_targets: {message}", file=sys.stderr)
     raise SystemExit(2)
-
-
-def sign_test_p(slower: int, rounds: int) -> float:
-    """Two-sided sign test: the chance that ``rounds`` fair coin flips split at least as
-    unevenly as ``slower`` against ``rounds - slower``."""
-    fewer = min(slower, rounds - slower)
-    tail = sum(math.comb(rounds, k) for k in range(fewer + 1)) / 2**rounds
-    return min(1.0, 2 * tail)
-
-
-def paired(reference: dict, baseline: dict) -> dict | None:
-    """The two variants compared round by round (see the module's docstring); None when
-    their samples cannot be paired (different counts, or none)."""
-    ours, theirs = reference.get("samples_ms") or [], baseline.get("samples_ms") or []
-    if not ours or len(ours) != len(theirs):
-        return None
-    ratio = statistics.median(b / r for r, b in zip(ours, theirs, strict=True))
-    untied = [(r, b) for r, b in zip(ours, theirs, strict=True) if r != b]
-    slower = sum(r > b for r, b in untied)
-    return {"paired_ratio": ratio, "slower": slower, "rounds": len(untied),
-            "p": sign_test_p(slower, len(untied))}  # fmt: skip
 
 
 def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:

@@ -38,6 +38,13 @@ class Progress:
         self._say(f"visits {done}/{total} done, about {left:.0f} s left", force=done == total)
 
 
+RATIO_COLUMNS_NOTE = (
+    "vs eager: eager's median over the variant's (above 1: faster); paired: the same ratio "
+    "round by round, then the median (drift between rounds cancels); slower: rounds the "
+    "variant lost to eager, of those not tied."
+)
+
+
 def _shape(case: dict) -> str:
     return "x".join(str(d) for d in case["shape"])
 
@@ -46,14 +53,27 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value * 1e3:.2f}"
 
 
+def _paired(variant: dict) -> tuple[str, str]:
+    """The paired ratio against eager and the rounds lost to it (``-`` where there is none)."""
+    versus = variant.get("paired_vs_eager")  # absent from reports made before the field
+    if versus is None:
+        return "-", "-"
+    return f"{versus['paired_ratio']:.2f}x", f"{versus['slower']}/{versus['rounds']}"
+
+
 def format_table(report: dict) -> str:
-    """Case, variant, median/min/max (µs), GB/s or TFLOP/s, ratio against eager, status."""
-    header = ("case", "variant", "median us", "min us", "max us", "rate", "vs eager", "status")
+    """Case, variant, median/min/max (µs), GB/s or TFLOP/s, ratio against eager (of medians,
+    then paired by round, and the rounds slower than eager), status."""
+    header = (
+        "case", "variant", "median us", "min us", "max us", "rate", "vs eager", "paired",
+        "slower", "status",
+    )  # fmt: skip
     rows = [header]
     for case in report["cases"]:
         label = f"{case['op']} {_shape(case)} {case['dtype']}"
         gemm = case["op"].startswith("matmul")
         for variant in case["variants"]:
+            paired, slower = _paired(variant)
             if variant["status"] != "timed":
                 rate = ratio = "-"
             else:
@@ -81,6 +101,8 @@ def format_table(report: dict) -> str:
                     _ms(variant["max_ms"]),
                     rate,
                     ratio,
+                    paired,
+                    slower,
                     status,
                 )
             )
@@ -97,5 +119,6 @@ def format_table(report: dict) -> str:
     modes = f"timing: {settings['timing']}, cache: {settings['cache']}"
     if settings["compile"]:  # the variant is named compile in either mode: say which one ran
         modes += f", compile: {settings.get('compile_mode', 'default')}"
+    lines.append(RATIO_COLUMNS_NOTE)
     lines.append(f"{modes}. {report['timing_note']}")
     return "\n".join(lines)

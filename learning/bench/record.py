@@ -3,8 +3,10 @@
 Every derived figure is computed here and nowhere else, the same way the validator
 (``learning.report.validate``) recomputes it: median/min/max from ``samples_ms``; logical GB/s
 from the registry's bytes and the median; TFLOP/s from its FLOPs; every ratio from the PyTorch
-eager median of the same case and timing mode. Cold-cache graph samples have the case's
-flush-only median subtracted first.
+eager median of the same case and timing mode; the paired comparison with eager
+(``paired_vs_eager``) from the two variants' samples of the same rounds
+(``learning.report.stats``). Cold-cache graph samples have the case's flush-only median
+subtracted first.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from learning import ops
 from learning import report as report_format
 from learning.bench.machine import UTILIZATION_WARNING_PERCENT, ClockWarmer, idle_utilization
+from learning.report.stats import paired
 
 if TYPE_CHECKING:
     from learning.bench.engine import CaseState, Run
@@ -115,12 +118,17 @@ def _case_record(case: CaseState) -> dict:
                 "correctness": checked,
                 **figures,
                 "ratio_vs_eager": None,
+                "paired_vs_eager": None,
             }
         )
     eager = next(v for v in variants if v["name"] == record["eager_variant"])
     for variant in variants:
-        if eager["status"] == "timed" and variant["status"] == "timed" and variant["median_ms"] > 0:
+        if eager["status"] != "timed" or variant["status"] != "timed":
+            continue
+        if variant["median_ms"] > 0:
             variant["ratio_vs_eager"] = eager["median_ms"] / variant["median_ms"]
+        if variant is not eager:  # eager against itself: every round a tie
+            variant["paired_vs_eager"] = paired(variant, eager)
     record["variants"] = variants
     return record
 

@@ -7,7 +7,8 @@
    are not looked at.
 3. :func:`consistency_problems`: do the summary figures follow from the samples: median, min
    and max from ``samples_ms``, GB/s from the logical bytes and the median, TFLOP/s from the
-   FLOPs, and every ratio from the PyTorch eager median of the same case?
+   FLOPs, every ratio from the PyTorch eager median of the same case, and (where a report has
+   it) ``paired_vs_eager`` from the variant's and eager's samples of the same rounds?
 
 :func:`validate` asks all three and returns one line per problem (an empty list: valid).
 """
@@ -26,6 +27,7 @@ from learning.report.fingerprint import (
     resolve_report_path,
     sha256_file,
 )
+from learning.report.stats import paired
 
 SCHEMA_VERSION = 2
 
@@ -100,7 +102,7 @@ def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_sa
     samples = variant["samples_ms"]
     status = variant["status"]
     if status != "timed":
-        if samples or variant["median_ms"] is not None:
+        if samples or variant["median_ms"] is not None or variant.get("paired_vs_eager"):
             return [f"{where}: status {status} but it carries timings"]
         if status == "failed" and variant["correctness"]["passed"] is not False:
             return [f"{where}: status failed but its correctness record passed"]
@@ -139,7 +141,26 @@ def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_sa
             f"{where}: ratio_vs_eager {variant['ratio_vs_eager']} is not the eager median over "
             f"this median ({ratio})"
         )
+    if "paired_vs_eager" in variant:  # absent from reports made before the field existed
+        problems += _paired_problems(where, case, variant, eager)
     return problems
+
+
+def _paired_problems(where: str, case: dict, variant: dict, eager: dict | None) -> list[str]:
+    """``paired_vs_eager`` against the pairing of this variant's and eager's samples."""
+    recorded, derived = variant["paired_vs_eager"], None
+    if eager is not None and eager["status"] == "timed" and variant is not eager:
+        derived = paired(variant, eager)
+    if recorded is None or derived is None:
+        agree = recorded is None and derived is None
+    else:
+        agree = all(_close(recorded[key], derived[key]) for key in derived)
+    if agree:
+        return []
+    return [
+        f"{where}: paired_vs_eager {recorded} does not follow from its and eager's samples "
+        f"round by round ({derived})"
+    ]
 
 
 def consistency_problems(report: dict) -> list[str]:

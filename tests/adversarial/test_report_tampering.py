@@ -22,6 +22,7 @@ import pytest
 from learning.grade import grade_submissions
 from learning.grade.clone import make_clone, run_bench, submit
 from learning.report import create_snapshots
+from learning.report.stats import paired
 
 LEARNER_KERNEL = "exercises/kernels/add.py"
 BENCH = [
@@ -261,6 +262,7 @@ def _as_h200_run(report: dict, *, logical_bytes: int, learner_ms: float, eager_m
     for variant in case["variants"]:
         median = learner_ms if variant["kind"] == "learner" else eager_ms
         variant["samples_ms"] = [median * 0.99, median, median * 1.01]
+    eager = next(v for v in case["variants"] if v["name"] == case["eager_variant"])
     for variant in case["variants"]:
         median = statistics.median(variant["samples_ms"])
         variant.update(
@@ -270,6 +272,7 @@ def _as_h200_run(report: dict, *, logical_bytes: int, learner_ms: float, eager_m
             logical_gbps=logical_bytes / (median * 1e6),
             tflops=case["flops"] / (median * 1e9),
             ratio_vs_eager=eager_ms / median,
+            paired_vs_eager=None if variant is eager else paired(variant, eager),
         )
     return report
 

@@ -45,7 +45,7 @@ def test_a_variant_that_fails_the_oracle_is_recorded_and_never_timed(make_impl, 
     assert (
         triton["status"] == "failed" and triton["samples_ms"] == [] and triton["median_ms"] is None
     )
-    assert triton["correctness"]["passed"] is False
+    assert triton["correctness"]["passed"] is False and triton["paired_vs_eager"] is None
     assert "outside tolerance" in triton["correctness"]["reason"]
     calls = importlib.import_module(f"{package}.kernels.softmax").CALLS[0]
     assert calls == 1, "only the oracle check may call a failing variant"
@@ -274,3 +274,61 @@ def test_the_ith_samples_of_a_cases_variants_come_from_one_round(
     for i in range(4):
         starts = sorted(round(v["samples_ms"][i] * 1e3) for v in variants)
         assert starts == list(range(starts[0], starts[0] + len(variants)))  # one round's block
+
+
+# Scripted samples: per round, eager drifts (1, 3, 2, 5 ms) and triton takes half as long,
+# except in round 3, where it is slower than eager (2.2 against 2).
+SCRIPTED_MS = {"torch": [1.0, 3.0, 2.0, 5.0], "triton": [0.5, 1.5, 2.2, 2.5]}
+
+
+@pytest.fixture
+def scripted_report(make_impl, small_config, monkeypatch):
+    """A CPU run whose samples are SCRIPTED_MS, in round order, whatever the CPU took."""
+    from learning.bench import engine
+
+    original, taken = engine._start_sample, {name: 0 for name in SCRIPTED_MS}
+
+    def scripted(item):
+        read = original(item)
+        if read is None:
+            return None
+        name = item.variant.name
+        value, taken[name] = SCRIPTED_MS[name][taken[name]], taken[name] + 1
+        return lambda: (read(), value)[1]
+
+    monkeypatch.setattr(engine, "_start_sample", scripted)
+    return run(small_config(reference_package=make_impl(), samples=4, visits=2))
+
+
+def test_each_timed_variant_is_compared_with_eager_round_by_round(scripted_report):
+    """paired_vs_eager: the median over rounds of eager's sample over the variant's, the rounds
+    it lost to eager, and the sign test; eager itself has none. The ratio of medians (1.35x)
+    mixes in the drift between rounds; the paired ratio (2x) does not."""
+    variants = _variants(scripted_report)
+    assert variants["torch"]["samples_ms"] == SCRIPTED_MS["torch"], "the script did not apply"
+    assert variants["torch"]["paired_vs_eager"] is None, "eager against itself is no comparison"
+    assert variants["triton"]["paired_vs_eager"] == {
+        "paired_ratio": 2.0,  # per round 2, 2, 2/2.2, 2
+        "slower": 1,  # round 3
+        "rounds": 4,
+        "p": 2 * (1 + 4) / 2**4,  # 1 of 4 rounds either way: 0.625
+    }
+    assert variants["triton"]["ratio_vs_eager"] == pytest.approx(2.5 / 1.85)
+    assert learning.report.validate(scripted_report.data) == []
+
+
+def test_the_table_shows_the_paired_ratio_and_the_rounds_lost(scripted_report):
+    lines = format_table(scripted_report.data).splitlines()
+    header, torch_row, triton_row = lines[0].split(), lines[1], lines[2]
+    assert header[header.index("eager") + 1 :][:2] == ["paired", "slower"], lines[0]
+    assert torch_row.split()[-4:] == ["1.00x", "-", "-", "timed"], torch_row
+    assert triton_row.split()[-4:] == ["1.35x", "2.00x", "1/4", "timed"], triton_row
+    assert any(line.startswith("vs eager: ") and "paired: " in line for line in lines[3:])
+    assert lines[-1].startswith("timing: cpu-interpreter"), "the timing note stays last"
+
+
+def test_the_table_of_a_report_made_before_paired_vs_eager_shows_dashes(scripted_report):
+    for variant in scripted_report.data["cases"][0]["variants"]:
+        del variant["paired_vs_eager"]
+    triton_row = format_table(scripted_report.data).splitlines()[2]
+    assert triton_row.split()[-4:] == ["1.35x", "-", "-", "timed"], triton_row

@@ -9,8 +9,10 @@ import pytest
 
 import learning.report
 from learning.report import __main__ as report_cli
-from learning.report import create_snapshots, validate
-from learning.report.fingerprint import sha256_file
+from learning.report import consistency_problems, create_snapshots, schema_problems, validate
+from learning.report.fingerprint import REPO_ROOT, sha256_file
+
+RECORDED = REPO_ROOT / "results" / "h200"
 
 
 @pytest.fixture
@@ -67,6 +69,69 @@ def test_a_changed_ratio_or_bandwidth_is_caught(report):
 
     assert any("ratio_vs_eager" in p for p in _tampered(report, ratio))
     assert any("logical_gbps" in p for p in _tampered(report, bandwidth))
+
+
+def _set_paired(variant, alter):
+    """Give variant ``variant`` of the first case ``alter(triton's paired_vs_eager)``."""
+
+    def change(r):
+        triton = copy.deepcopy(r["cases"][0]["variants"][1]["paired_vs_eager"])
+        r["cases"][0]["variants"][variant]["paired_vs_eager"] = alter(triton)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _set_paired(1, lambda c: c | {"paired_ratio": c["paired_ratio"] * 1.01}),
+        _set_paired(1, lambda c: c | {"slower": c["slower"] + 1, "rounds": c["rounds"] + 1}),
+        _set_paired(1, lambda c: c | {"p": 0.01}),  # 2 rounds never give less than 0.5
+        _set_paired(1, lambda c: None),  # a comparison the samples give, recorded as none
+        _set_paired(0, lambda c: c),  # eager compared with itself
+    ],
+    ids=["ratio", "rounds", "p", "erased", "on eager"],
+)
+def test_a_changed_paired_comparison_is_caught(report, change):
+    """paired_vs_eager is re-derived from the two variants' samples, like every ratio."""
+    original = report["cases"][0]["variants"][1]["paired_vs_eager"]
+    assert original is not None and original["rounds"] <= 2, "the CPU run pairs its 2 rounds"
+    problems = _tampered(report, change)
+    assert len(problems) == 1 and "paired_vs_eager" in problems[0], problems
+    assert "round by round" in problems[0] and "\n" not in problems[0]
+
+
+def test_a_paired_comparison_of_the_wrong_shape_is_a_schema_problem(report):
+    for alter in (lambda c: c | {"p": 1.5}, lambda c: c | {"extra": 1}, lambda c: {}):
+        change = _set_paired(1, alter)
+        problems = _tampered(report, change)
+        assert problems and all(p.startswith("schema: cases/0/variants/1/paired_vs_eager") for
+                                p in problems), problems  # fmt: skip
+
+
+def test_a_report_made_before_paired_vs_eager_still_validates(report):
+    """The field is optional and additive within schema version 2."""
+
+    def change(r):
+        for variant in r["cases"][0]["variants"] + r["cases"][1]["variants"]:
+            del variant["paired_vs_eager"]
+
+    assert _tampered(report, change) == []
+
+
+def test_the_recorded_reports_follow_todays_schema_and_figures():
+    """Does every recorded report (results/h200/, most made before paired_vs_eager existed)
+    pass today's schema and consistency checks? Their fingerprints are tests/results' question:
+    an engine change makes those stale until the reports are re-recorded on the GPU."""
+    checked = 0
+    for path in sorted(RECORDED.glob("*.json")):
+        data = json.loads(path.read_text())
+        if "schema_version" not in data:
+            continue  # a script record: no figures to re-derive
+        problems = schema_problems(data) or consistency_problems(data)
+        assert problems == [], f"{path.name}: " + "\n".join(problems)
+        checked += 1
+    assert checked, f"no recorded reports in {RECORDED}"
 
 
 def test_a_changed_hash_is_caught(report):
