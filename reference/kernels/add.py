@@ -14,16 +14,23 @@ Design (what the lessons quote):
 
 * **A flat 1-D grid.** The tensors are contiguous, so their 2-D shape does not matter: program
   ``p`` adds elements ``[p * BLOCK, (p + 1) * BLOCK)``. No row index, no per-row masks.
-* **Large blocks for large tensors.** ``BLOCK`` is 16 KiB of each operand (8192 fp16 / 4096
-  fp32 elements) with 8 warps: each thread issues four 16-byte loads per operand at once, so a
-  resident program has 32 KiB in flight and an SM running several of them keeps enough bytes
+* **Large blocks for large tensors.** In fp16 and bf16, ``BLOCK`` is 16 KiB of each operand
+  (8192 elements) with 8 warps: each thread issues four 16-byte loads per operand at once, so
+  a resident program has 32 KiB in flight and an SM running several of them keeps enough bytes
   moving to cover DRAM latency (Little's law: ~4.35 TB/s x ~1 us / 132 SMs is ~33 KiB per SM).
+  In fp32 it is 4 KiB (1024 elements) with 8 warps, one 16-byte load per operand a thread,
+  as torch.compile's own fp32 add launches: timed paired against compile on the H200
+  (``results/h200/streaming-plans.log``), 16 KiB fp32 blocks lost 0.3% round after round at
+  16384 x 4096 and 4096 x 32768 and 4 KiB ones won by 0.3-0.4%; in fp16 the same one-vector
+  blocks lost 0.5% to 16 KiB ones. Why the two dtypes differ is not settled: the probe timed
+  the blocks, it did not profile them.
 * **Smaller blocks for small tensors.** 16 KiB blocks cut a 1024 x 1024 fp16 tensor into 128
   programs, fewer than the H200's 132 SMs, and a 1823 x 781 one into 174: most SMs run one
   program and then idle (the first H200 run: 4.3 us where eager PyTorch took 2.1). So the block
   shrinks, down to 2 KiB with 4 warps, until the grid has at least ``MIN_PROGRAMS`` (1024,
-  about 8 per SM) programs; a tensor of 16 MiB an operand or more keeps 16 KiB blocks. At most
-  four block sizes exist, so at most four compiled variants per dtype.
+  about 8 per SM) programs; a tensor of 16 MiB an operand or more keeps 16 KiB blocks (fp32:
+  4 MiB, 4 KiB blocks). At most four block sizes exist, so at most four compiled variants per
+  dtype.
 * **No mask on full blocks.** The element count is a runtime argument that Triton must not
   specialize (``do_not_specialize``: otherwise a count that is a multiple of 16 and one that is
   not compile two variants). But a mask ``offsets < n_elements`` whose bound has unknown
@@ -39,6 +46,7 @@ import triton.language as tl
 from .row_plan import check_device, check_dtype
 
 BLOCK_BYTES = 16 * 1024  # bytes of each operand one program handles (large tensors)
+FP32_BLOCK_BYTES = 4 * 1024  # fp32's large block: one 16-byte vector a thread of 8 warps
 MIN_BLOCK_BYTES = 2 * 1024  # the smallest block: 4 warps x 32 threads x one 16-byte vector
 MIN_PROGRAMS = 1024  # small tensors shrink the block until the grid has this many programs
 
@@ -73,13 +81,15 @@ def _add_kernel(
 def choose_block(n_elements: int, element_size: int) -> tuple[int, int]:
     """``(block, num_warps)``: elements per program, and warps, for a tensor of this size.
 
-    The largest power-of-two block from ``MIN_BLOCK_BYTES`` to ``BLOCK_BYTES`` that still gives
-    ``MIN_PROGRAMS`` programs; 8 warps from 8 KiB up, 4 below (each thread keeps 1-4 vectors).
+    The largest power-of-two block from ``MIN_BLOCK_BYTES`` to the dtype's large block
+    (``BLOCK_BYTES``, or ``FP32_BLOCK_BYTES`` for 4-byte elements) that still gives
+    ``MIN_PROGRAMS`` programs; 8 warps for the large block and for 8 KiB, 4 below.
     """
-    block_bytes = BLOCK_BYTES
+    largest = FP32_BLOCK_BYTES if element_size == 4 else BLOCK_BYTES
+    block_bytes = largest
     while block_bytes > MIN_BLOCK_BYTES and n_elements * element_size < MIN_PROGRAMS * block_bytes:
         block_bytes //= 2
-    return block_bytes // element_size, (8 if block_bytes >= 8 * 1024 else 4)
+    return block_bytes // element_size, (8 if block_bytes >= min(largest, 8 * 1024) else 4)
 
 
 def add_fwd(

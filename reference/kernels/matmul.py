@@ -63,9 +63,10 @@ Design (what the lessons quote):
 * **The autotuner times warm, by graph replay.** Triton's default benchmarker
   (``triton.testing.do_bench``) times single launches, each after zeroing a 256 MB buffer: a
   cold L2 full of dirty lines, and a GPU that rests between launches. The course judges its
-  kernels warm, under CUDA-graph replay. On the H200 the default benchmarker read the tilings
-  12-16% faster than warm replay did at 4096^3 and 16384 x 1024 x 1024, and its pick flipped
-  between two runs at 16384 x 1024 x 1024 and 8192^3 bf16; a warm graph-replay benchmarker
+  kernels warm, under CUDA-graph replay. On the H200 the default benchmarker read eleven of
+  twelve tiling timings at 4096^3 and 16384 x 1024 x 1024 2.8-15.6% faster than warm replay
+  did (the twelfth 3.1% slower), and its pick flipped between two runs at 16384 x 1024 x 1024
+  and 8192^3 bf16; a warm graph-replay benchmarker
   picked the same tiling in both runs at every shape (``results/h200/gemm-autotune-pick*.log``).
   So every autotuner here times with ``_warm_benchmark``.
 * **Under the interpreter** one small configuration runs (no benchmarking on the CPU), and

@@ -39,11 +39,12 @@ The rule, step by step (the constants below carry the numbers):
   (``scripts/row_plan_grid.py``) showed 4 KiB tiles with 4 warps winning at 781-1024-wide rows
   (8 KiB tiles lost up to 30% at 8192 x 781), and scoring both rules on the same timings gave
   4 KiB a worst loss of 9% (softmax), 7% (sum) and 7% (softmax backward) against 24-30%.
-* ``num_warps`` = tile elements x streams / (32 threads x 2 vectors), clamped to [4, 32], and to
-  ``32 / live_rows`` (a power of two) when a kernel keeps several rows live: fewer threads
-  get more registers each (a 16-warp program may give a thread 128), which the extra rows
-  need. Measured on the H200, the 4096 x 32768 fp16 softmax backward took 0.258 ms chunked
-  (32 warps), 0.215 ms as one whole row with 32 warps and 0.202 ms with 16.
+* ``num_warps`` = tile elements x streams / (32 threads x 2 vectors; 1 in a chunked walk:
+  see below), clamped to [4, 32], and to ``32 / live_rows`` (a power of two) when a kernel
+  keeps several rows live: fewer threads get more registers each (a 16-warp program may give
+  a thread 128), which the extra rows need. Measured on the H200, the 4096 x 32768 fp16
+  softmax backward took 0.258 ms chunked (32 warps), 0.215 ms as one whole row with 32 warps
+  and 0.202 ms with 16.
 * ``streams``: a kernel that loads several input rows per row it computes (the RMSNorm
   forward loads x and residual) counts the vectors of all of them, so each thread still holds
   about two per stream. Timed over the plan grid (``row-plan-grid-rmsnorm.log``, two runs), the
@@ -68,7 +69,7 @@ The rule, step by step (the constants below carry the numbers):
 Worked examples (fp16): 16384 x 4096 -> one 4096-wide row per program, 8 warps (16 values a
 thread). 65536 x 128 -> 16 rows of 128 per program (4 KiB), 4 warps, 4096 programs.
 4096 x 32768 softmax -> the whole row, 32 warps (32 values a thread); the same shape's row
-sum walks 8192-wide chunks with 16 warps; its softmax backward (two live rows, 128 KiB of
+sum walks 8192-wide chunks with 32 warps; its softmax backward (two live rows, 128 KiB of
 fp16) keeps the whole row with 16 warps. In fp32 the backward's two rows are 256 KiB: it
 walks 8192-wide chunks with 32 warps.
 
@@ -200,7 +201,9 @@ def choose_row_plan(
     tile = rows_per_program * block_cols
     if (n_cols * element_size) % VECTOR_BYTES:  # unaligned rows: no 16-byte loads, and extra
         streams = 1  # warps only add masked lanes (RMSNorm at 781 wide: 15% slower with them)
-    num_warps = tile * streams // (32 * VECTORS_PER_THREAD * vector)
+    # a whole tile: two vectors a thread; a chunk of a walk: one (32 warps for 16 KiB)
+    vectors = 1 if chunked else VECTORS_PER_THREAD
+    num_warps = tile * streams // (32 * vectors * vector)
     # whole rows held live by few threads need registers; stacked narrow rows hold 2 vectors each
     stacked = rows_per_program > 1
     most_warps = MAX_WARPS if chunked or stacked else _power_of_two_at_most(MAX_WARPS // live_rows)

@@ -53,8 +53,12 @@ def test_score_reports_median_and_worst_loss():
 
 
 def test_add_block_shrinks_for_small_tensors_only():
-    """Do small tensors get enough programs, and large ones keep 16 KiB blocks?"""
+    """Do small tensors get enough programs, and large ones keep 16 KiB blocks (fp32: 4 KiB,
+    one 16-byte vector a thread of 8 warps, as streaming-plans.log chose)?"""
     assert choose_block(16384 * 4096, 2) == (8192, 8)
+    assert choose_block(16384 * 4096, 4) == choose_block(4096 * 32768, 4) == (1024, 8)
+    assert choose_block(1024 * 1024, 4) == (1024, 8)
+    assert choose_block(1024 * 1023, 4) == (512, 4)
     assert choose_block(65536 * 128, 2) == (8192, 8)
     block, warps = choose_block(1823 * 781, 2)
     assert -(-1823 * 781 // block) >= MIN_PROGRAMS and warps == 4
