@@ -32,11 +32,12 @@
 #                                             and the training step before and now
 #   scripts/h200_evidence.sh autotune-pick OUTDIR the GEMM autotuner's pick, default and warm
 #   scripts/h200_evidence.sh streaming-fp32 OUTDIR fp32 add/sum/max against compile, under ncu
+#   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -148,6 +149,11 @@ final-rows)
     ;;
 final-gemm)
     record gemm-bf16 gemm-train
+    ;;
+only)
+    # some of the records, to split a re-record over calls: RECORD="all training" ... only OUT
+    # shellcheck disable=SC2086  # one word a record
+    record ${RECORD:?set RECORD to the records to run}
     ;;
 autotune-pick)
     # the GEMM autotuner's pick under its own benchmarker and under warm graph replay
