@@ -34,10 +34,11 @@
 #   scripts/h200_evidence.sh streaming-fp32 OUTDIR fp32 add/sum/max against compile, under ncu
 #   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
+#   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -188,6 +189,37 @@ plans)
         --forward-only --output "$out/tune-gemm-ws-captured.json"
     step tune-gemm-clusters-captured timeout 200 python3 scripts/tune_gemm.py --clusters \
         --forward-only --output "$out/tune-gemm-clusters-captured.json"
+    ;;
+plans-ncu)
+    # the plans that won and lost in streaming-plans.log, under Nsight Compute (clocks left as
+    # they are): what 32 warps change in a chunked row walk, what 4 KiB blocks change in add
+    metrics=gpu__time_duration.sum,launch__grid_size,launch__block_size
+    metrics=$metrics,launch__registers_per_thread,launch__occupancy_limit_registers
+    metrics=$metrics,launch__waves_per_multiprocessor,smsp__inst_executed.sum
+    metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active
+    metrics=$metrics,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    while read -r op shape dtype plan; do
+        name="ncu-plan-$op-$shape-$dtype-${plan// /-}"
+        step "$name" timeout 120 ncu --clock-control none --profile-from-start off \
+            --metrics "$metrics" --csv --print-units base python3 scripts/profile_streaming.py \
+            --op "$op" --shape "$shape" --dtype "$dtype" --variant plan --plan "$plan"
+    done <<'PLANS'
+sum 4096x32768 float32 chunk 4096 w16
+sum 4096x32768 float32 chunk 4096 w32
+sum 4096x32768 float32 chunk 8192 w32
+sum 4096x32768 float32 chunk 2048 w16
+sum 4096x32768 float16 chunk 8192 w16
+sum 4096x32768 float16 chunk 8192 w32
+sum 4096x32768 float16 chunk 4096 w16
+add 16384x4096 float32 block 4096 w8
+add 16384x4096 float32 block 1024 w8
+add 16384x4096 float32 block 1024 w4
+add 16384x4096 float16 block 8192 w8
+add 16384x4096 float16 block 2048 w8
+PLANS
+    step external-baselines-gemm timeout 200 python3 scripts/external_baselines.py --cases matmul \
+        --autotune-budget-s 120 --output "$out/external-baselines-gemm.json"
     ;;
 weight-grad)
     # dB through the rows kernel and the persistent one, and the whole step (matmul.py)

@@ -6,14 +6,18 @@
 
 The variants are the two kernel-bench compares in the every-case sweep: ``reference`` (the
 reference kernel through its public wrapper) and ``compile`` (the op's first PyTorch
-baseline under ``torch.compile(dynamic=False)``, built as kernel-bench builds it). The script
+baseline under ``torch.compile(dynamic=False)``, built as kernel-bench builds it), and
+``plan``: the reference with one of the launch plans ``streaming_plans.py`` times, named by
+its label there (``--plan "chunk 4096 w32"`` for the row sum or max, ``--plan "block 1024
+w8"`` for the add; the rule's own plan is listed too). The script
 calls the variant a few times outside any profiler range (the first call compiles; Inductor
 also benchmarks its own candidates then), then once between ``cudaProfilerStart`` and
 ``cudaProfilerStop``, so ``--profile-from-start off`` profiles that call's kernels and
 nothing else. Inputs come from the registry (seed 0). ``TORCH_LOGS=output_code`` in the
 environment prints the Triton code Inductor wrote for the ``compile`` variant.
 ``scripts/h200_evidence.sh streaming-fp32`` runs it for the fp32 streaming cases that
-torch.compile wins by under 1% (``results/NOTES.md``).
+torch.compile wins by under 1% (``results/NOTES.md``), ``plans-ncu`` for the plans that won
+and lost in ``streaming-plans.log``.
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import OneLineParser  # noqa: E402
+from streaming_plans import add_blocks, reduction_plans  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
 from learning.bench.variants import fresh_compiled  # noqa: E402
+from reference.kernels import add, reductions  # noqa: E402
 
 WARM_CALLS = 3
-VARIANTS = ("reference", "compile")
+VARIANTS = ("reference", "compile", "plan")
+PLAN_OPS = ("add", "sum", "max")
 
 
 def forward_ops() -> tuple[str, ...]:
@@ -49,6 +56,24 @@ def parse_shape(spec: ops.OpSpec, text: str) -> tuple[int, ...]:
     return spec.validate_shape(shape)
 
 
+def plan_function(op: str, shape: tuple[int, ...], element_size: int, label: str):
+    """The reference ``op`` launched with the plan ``streaming_plans.py`` labels ``label``
+    for this shape and element size; ValueError (naming the labels) for an unknown one."""
+    if op == "add":
+        candidates = add_blocks(shape[0] * shape[1], element_size)
+    else:
+        candidates = reduction_plans(shape[1], element_size)
+    plans = {name.removeprefix("rule [").removesuffix("]"): plan
+             for name, plan in candidates.items()}  # fmt: skip
+    if label not in plans:
+        raise ValueError(f"no plan {label!r} for {op} here; one of: {', '.join(plans)}")
+    if op == "add":
+        block, warps = plans[label]
+        return lambda x, y: add.add_fwd(x, y, block=block, num_warps=warps)
+    reduce = reductions.row_sum if op == "sum" else reductions.row_max
+    return lambda x: reduce(x, plans[label])
+
+
 def variant_function(spec: ops.OpSpec, variant: str):
     if variant == "reference":
         return spec.kernel_function("reference")
@@ -61,16 +86,29 @@ def main(argv=None) -> int:
     parser.add_argument("--shape", required=True, help="ROWSxCOLS, e.g. 16384x4096")
     parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), required=True)
     parser.add_argument("--variant", choices=VARIANTS, required=True)
+    parser.add_argument("--plan", help="with --variant plan: the plan's label in "
+                        "streaming_plans.py, e.g. 'chunk 4096 w32' or 'block 1024 w8'")
     args = parser.parse_args(argv)
     spec = ops.get(args.op)
     try:
         shape = parse_shape(spec, args.shape)
     except ValueError as error:
         parser.error(f"--shape: {error}")
+    dtype = ops.dtype_from_name(args.dtype)
+    if (args.variant == "plan") != (args.plan is not None):
+        parser.error("--plan goes with --variant plan, and --variant plan needs --plan")
+    if args.variant == "plan":
+        if args.op not in PLAN_OPS:
+            parser.error(f"--variant plan: only for {', '.join(PLAN_OPS)}, not {args.op}")
+        try:
+            fn = plan_function(args.op, shape, dtype.itemsize, args.plan)
+        except ValueError as error:
+            parser.error(f"--plan: {error}")
     timing.require_gpu("profile_streaming.py")
     ops.numerics_policy()
-    inputs = spec.make_inputs(shape, ops.dtype_from_name(args.dtype), 0, "cuda")
-    fn = variant_function(spec, args.variant)
+    inputs = spec.make_inputs(shape, dtype, 0, "cuda")
+    if args.variant != "plan":
+        fn = variant_function(spec, args.variant)
     for _ in range(WARM_CALLS):
         fn(*inputs.values())
     torch.cuda.synchronize()
@@ -78,7 +116,8 @@ def main(argv=None) -> int:
     fn(*inputs.values())
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
-    print(f"profiled one call of the {args.variant} {args.op} {spec.shape_label(shape)} "
+    which = f"plan {args.plan!r}" if args.plan else args.variant
+    print(f"profiled one call of the {which} {args.op} {spec.shape_label(shape)} "
           f"{args.dtype} (after {WARM_CALLS} unprofiled calls)")  # fmt: skip
     return 0
 

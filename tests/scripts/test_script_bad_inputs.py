@@ -106,16 +106,25 @@ def test_the_profiler_driver_refuses_a_cpu_in_one_line():
      ["--op", "sum", "--shape", "4x4x4", "--dtype", "float32", "--variant", "reference"],
      ["--op", "max", "--shape", "axb", "--dtype", "float32", "--variant", "reference"],
      ["--op", "add", "--shape", "4x4", "--dtype", "int8", "--variant", "reference"],
-     ["--op", "add", "--shape", "4x4", "--dtype", "float32", "--variant", "eager"]],
+     ["--op", "add", "--shape", "4x4", "--dtype", "float32", "--variant", "eager"],
+     ["--op", "sum", "--shape", "4096x32768", "--dtype", "float32", "--variant", "plan"],
+     ["--op", "sum", "--shape", "4096x32768", "--dtype", "float32", "--variant", "reference",
+      "--plan", "chunk 4096 w32"],
+     ["--op", "softmax", "--shape", "4096x32768", "--dtype", "float32", "--variant", "plan",
+      "--plan", "chunk 4096 w32"],
+     ["--op", "sum", "--shape", "4096x32768", "--dtype", "float32", "--variant", "plan",
+      "--plan", "chunk 999 w3"]],
 )  # fmt: skip
 def test_the_streaming_profiler_driver_rejects_bad_arguments(args):
     _one_line_exit_2(_run("profile_streaming.py", *args), "profile_streaming: error: ")
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
-def test_the_streaming_profiler_driver_refuses_a_cpu_in_one_line():
+@pytest.mark.parametrize("variant", [["--variant", "reference"],
+                                     ["--variant", "plan", "--plan", "block 1024 w8"]])
+def test_the_streaming_profiler_driver_refuses_a_cpu_in_one_line(variant):
     done = _run("profile_streaming.py", "--op", "add", "--shape", "64x64", "--dtype", "float32",
-                "--variant", "reference")  # fmt: skip
+                *variant)  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
     assert "Traceback" not in done.stderr

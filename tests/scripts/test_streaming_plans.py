@@ -11,6 +11,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
+import profile_streaming  # noqa: E402
 import streaming_plans as probe  # noqa: E402
 
 from learning.runtime import interpreting  # noqa: E402
@@ -50,3 +51,16 @@ def test_every_plan_sums_and_maxes_and_every_block_adds():
     for label, (block, warps) in probe.add_blocks(a.numel(), 4).items():
         torch.testing.assert_close(add.add_fwd(a, b, block=block, num_warps=warps), a + b,
                                    msg=label)  # fmt: skip
+
+
+@pytest.mark.skipif(not interpreting(), reason="runs the kernels in the interpreter")
+def test_the_profiler_launches_a_named_plan_and_refuses_an_unknown_one():
+    x = torch.randn(3, 4096, generator=torch.Generator().manual_seed(1))
+    for label in ("1x4096 w16", "chunk 2048 w16"):  # the rule's plan and another
+        run = profile_streaming.plan_function("max", (3, 4096), 4, label)
+        torch.testing.assert_close(run(x), x.amax(dim=-1), msg=label)
+    y = torch.randn(3, 4096)
+    run = profile_streaming.plan_function("add", (3, 4096), 4, "block 512 w4")
+    torch.testing.assert_close(run(x, y), x + y)
+    with pytest.raises(ValueError, match="one of: 1x4096 w16, chunk 2048 w16"):
+        profile_streaming.plan_function("sum", (3, 4096), 4, "chunk 999 w3")
