@@ -3,7 +3,8 @@
 Every function here is plain Python on numbers: no GPU, no torch. A benchmark gives
 milliseconds; these functions say what those milliseconds mean (a ratio against a baseline,
 logical bandwidth, arithmetic throughput), what a change can buy at most (Amdahl), how to read
-a set of samples, and how to write the one sentence a timing needs before anyone may quote it.
+a set of samples, how to compare two variants' samples round by round, and how to write the
+one sentence a timing needs before anyone may quote it.
 
 Units used everywhere in the course:
 
@@ -31,6 +32,14 @@ class Spread(NamedTuple):
     median_ms: float
     min_ms: float
     max_ms: float
+
+
+class PairedSpeedup(NamedTuple):
+    """A candidate against a baseline round by round: report the three together."""
+
+    speedup: float  # the median over rounds of baseline / candidate (above 1: candidate faster)
+    slower: int  # the untied rounds in which the candidate took longer
+    rounds: int  # the rounds that were not ties
 
 
 def format_ms(ms: float) -> str:
@@ -197,6 +206,48 @@ def summarize(samples_ms: Sequence[float]) -> Spread:
     else:
         median = (ordered[middle - 1] + ordered[middle]) / 2
     return Spread(median_ms=median, min_ms=ordered[0], max_ms=ordered[-1])
+    ### END SOLUTION
+
+
+def paired_speedup(
+    baseline_samples_ms: Sequence[float], candidate_samples_ms: Sequence[float]
+) -> PairedSpeedup:
+    """The candidate against the baseline round by round: sample i of each list is round i's.
+
+    * ``speedup``: the median over rounds of ``baseline[i] / candidate[i]`` (above 1: the
+      candidate is faster, as for :func:`speedup`); a tie is a ratio of 1 and counts here;
+    * ``slower``: the rounds in which the candidate took longer;
+    * ``rounds``: the rounds that were not ties (a tie says nothing about which is faster).
+
+    The caller's lists are left as they were. Lists of different lengths, empty lists, or a
+    sample that is not positive raise ValueError.
+
+    Why pair: the variants of a round are timed back to back, under the same clocks, so the
+    ratio of one round's two samples cancels the drift that round shared. A ratio of two
+    medians keeps it: each median may come from a different round.
+
+    Example: baseline ``[2.0, 4.0, 3.0, 1.0, 5.0]`` and candidate ``[1.0, 2.0, 3.0, 1.25, 2.5]``
+    give the ratios 2, 2, 1, 0.8, 2, so ``PairedSpeedup(speedup=2.0, slower=1, rounds=4)``:
+    round 4 lost, round 3 a tie. The ratio of the medians would be 3.0 / 2.0 = 1.5.
+    """
+    ### BEGIN SOLUTION
+    ### TODO: refuse what cannot be paired (ValueError); one ratio per round (zip), their median
+    ### TODO: with summarize; then count the rounds that are not ties and those the candidate lost
+    if len(baseline_samples_ms) != len(candidate_samples_ms):
+        raise ValueError(
+            f"{len(baseline_samples_ms)} baseline samples but {len(candidate_samples_ms)} "
+            "candidate samples: only rounds with both can be paired"
+        )
+    if not baseline_samples_ms:
+        raise ValueError("no samples")
+    if min(*baseline_samples_ms, *candidate_samples_ms) <= 0:
+        raise ValueError("a sample of 0 ms or less is not a time; its ratio means nothing")
+    pairs = list(zip(baseline_samples_ms, candidate_samples_ms, strict=True))
+    ratios = [baseline / candidate for baseline, candidate in pairs]
+    untied = [(baseline, candidate) for baseline, candidate in pairs if baseline != candidate]
+    slower = sum(candidate > baseline for baseline, candidate in untied)
+    median = summarize(ratios).median_ms  # summarize's median; a ratio has no unit
+    return PairedSpeedup(speedup=median, slower=slower, rounds=len(untied))
     ### END SOLUTION
 
 

@@ -149,9 +149,12 @@ def test_each_learner_mistake_is_a_failed_check_with_a_message(mistaken_report, 
 
 
 MORE_MISTAKES = """
+    import statistics
+
     from reference.measurement import *  # noqa: F403
     from reference.measurement import Spread
     from reference.measurement import logical_bytes as reference_logical_bytes
+    from reference.measurement import paired_speedup as reference_paired_speedup
 
 
     def speedup(baseline_ms, candidate_ms):
@@ -180,6 +183,12 @@ MORE_MISTAKES = """
         return Spread(samples_ms[len(samples_ms) // 2], samples_ms[0], samples_ms[-1])
 
 
+    def paired_speedup(baseline_samples_ms, candidate_samples_ms):  # a ratio of medians
+        paired = reference_paired_speedup(baseline_samples_ms, candidate_samples_ms)
+        ratio = statistics.median(baseline_samples_ms) / statistics.median(candidate_samples_ms)
+        return paired._replace(speedup=ratio)
+
+
     def result_sentence(**fields):  # the median in microseconds, not through format_ms
         return "On {gpu}, for {case}, {variant} took {us:.1f} us".format(
             us=fields["median_ms"] * 1e3, **fields
@@ -203,6 +212,7 @@ def more_mistakes_report(tmp_path_factory) -> ExerciseReport:
         ("tflops and flops", "a multiply-add is two FLOPs"),
         ("logical_bytes (forward ops)", "counts elements, not bytes"),
         ("summarize", "sort a copy"),
+        ("paired_speedup", "that is the ratio of the two medians"),
         ("result_sentence", "write both medians with format_ms"),
     ],
 )
