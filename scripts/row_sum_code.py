@@ -1,36 +1,45 @@
-"""Does a row reduction that starts from its first chunk close the last fp32 gap? (GPU, ~2 min)
+"""Which line of the reference's row sum costs it its last 0.3% against Inductor? (GPU, ~2 min)
 
-    python3 scripts/first_chunk.py --output results/h200/first-chunk.json
-    python3 scripts/first_chunk.py --sass       # the instruction counts only; no GPU needed
+    python3 scripts/row_sum_code.py --output results/h200/row-sum-code.json
+    python3 scripts/row_sum_code.py --sass       # the instruction counts only; no GPU needed
 
 Paired by round, torch.compile's fp32 row sum at 16384 x 4096 beats the reference by 0.2-0.6%
-in 13-14 of 15 rounds (``results/NOTES.md``). Every launch plan reads the same
-(``streaming-plans.log``), and Nsight Compute counts 11% more instructions in the reference
-(``ncu-fp32-sum-16384x4096-*.log``: 72 a warp against Inductor's 64). Compiled for the H200
-(sm_90), the reference's binary adds each loaded value to the zeros its accumulator starts
-from: ``x + 0.0`` is not ``x`` when ``x`` is -0.0, so the compiler must keep every one of
-those adds (``FADD R, RZ, R``), eight a thread where the row is one 16 KiB block. The max
-has the same start, ``maximum(-inf, x)``. Inductor's loop also starts from zeros, but its
-2048-wide steps leave four such adds a thread, not eight.
+in 13-15 of 15 rounds (``results/NOTES.md``), and no launch plan closes it
+(``streaming-plans.log``). Nsight Compute counts 72 instructions a warp in the reference
+against Inductor's 64 (``ncu-fp32-sum-16384x4096-*.log``), and ``streaming-variants.log``
+ruled out the ``evict_first`` loads and the int32 offsets one at a time.
 
-The variant here starts the accumulator from the first chunk instead (``acc = load(first
-chunk)``, then the loop from the second), so the zeros and the adds disappear. It also tries
-that start with int32 row offsets (right only while a tensor has fewer than 2**31 elements,
-as every case here does: a probe, not a rule), since int64 offsets make the other difference
-in the binary's address arithmetic.
+For each case this script times the reference twice (an A/A pair), the reference rewritten
+(``_variants.rewritten``) several ways, and torch.compile (``dynamic=False``), all checked
+against the float64 oracle first, interleaved with every graph captured first, and prints
+the ratio of medians and the paired ratio against compile with the rounds lost and a sign
+test (``streaming_variants.paired_rows``). The rewrites:
 
-``--sass`` compiles every variant for sm_90 (Triton's own ``ptxas`` and ``cuobjdump``; no GPU)
-and prints each binary's instructions: all of them, the floating-point adds and min/max, and
-those adding or comparing against zero or -inf. The timing times, for each case, the
-reference twice (an A/A pair), each variant and torch.compile (``dynamic=False``), all
-checked against the float64 oracle first, interleaved with every graph captured first, and
-prints the ratio of medians and the paired ratio against compile with the rounds lost and a
-sign test (``streaming_variants.paired_rows``).
+* ``first chunk``: the accumulator starts from the first chunk's values instead of zeros (or
+  -inf for the max). ``x + 0.0`` is not ``x`` when ``x`` is -0.0, so the compiler keeps an
+  add of each loaded value to the zero register; this removes them (8 of 79 instructions).
+* ``stride N``: the row offset multiplies by the width ``N``, a compile-time constant, instead
+  of the run-time row stride (right only for contiguous rows, as every input here is).
+* ``no clamp``: a program of one row (``ROWS == 1``) addresses its row without
+  ``minimum(rows, n_rows - 1)``, which only a stacked program's last rows need.
+* ``every difference``: all three, with ``evict_first`` loads.
+
+At the case itself two more candidates separate the binary from everything else:
+``every difference`` at Inductor's plan (2048-wide steps, 16 warps), and Inductor's own
+kernel, its source read from the recorded ``ncu-fp32-sum-16384x4096-compile.log`` and
+launched the way the reference launches (``kernel[grid]``, captured in a graph like every
+candidate) with the configuration that profile shows (one row a program, 16 warps). If that
+kernel ties compile and the reference does not, the difference is in the code.
+
+``--sass`` compiles the reference and each rewrite for sm_90 (Triton's own ``ptxas`` and
+``cuobjdump``; no GPU) and prints each binary's instructions: all of them, the floating-point
+adds and min/max, and those adding or comparing against zero or -inf.
 """
 
 from __future__ import annotations
 
 import collections
+import importlib.util
 import os
 import re
 import subprocess
@@ -41,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
-from _records import OneLineParser, positive_int  # noqa: E402
+from _records import REPO_ROOT, OneLineParser, positive_int  # noqa: E402
 from _variants import rewritten  # noqa: E402
 from streaming_variants import paired_rows, print_table  # noqa: E402
 
@@ -52,7 +61,7 @@ from learning import ops  # noqa: E402
 from learning.bench.variants import fresh_compiled  # noqa: E402
 from learning.runtime import interpreting  # noqa: E402
 from reference.kernels import reductions  # noqa: E402
-from reference.kernels.row_plan import choose_row_plan  # noqa: E402
+from reference.kernels.row_plan import RowPlan, choose_row_plan  # noqa: E402
 
 CASES = (("sum", (16384, 4096), torch.float32), ("max", (16384, 4096), torch.float32),
          ("sum", (4096, 32768), torch.float32), ("sum", (65536, 128), torch.float32),
@@ -64,33 +73,78 @@ _LOOP = "    for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):"
 _FIRST = ("    cols = tl.arange(0, BLOCK)\n    acc = tl.load(row_start + cols[None, :], "
           "mask=(cols < N)[None, :], other={other}).to(tl.float32)\n"
           "    for col_start in tl.range(BLOCK, N, BLOCK, num_stages=NUM_STAGES):")  # fmt: skip
+_ROW_START = ("    row_start = x_ptr + tl.minimum(rows, n_rows - 1).to(tl.int64)[:, None]"
+              " * x_row_stride")  # fmt: skip
 FIRST_CHUNK = [
-    (f"    acc = tl.zeros((ROWS, BLOCK), dtype=tl.float32)\n{_LOOP}", _FIRST.format(other="0.0"), 1),
+    (f"    acc = tl.zeros((ROWS, BLOCK), dtype=tl.float32)\n{_LOOP}",
+     _FIRST.format(other="0.0"), 1),
     (f'    acc = tl.full((ROWS, BLOCK), float("-inf"), dtype=tl.float32)\n{_LOOP}',
      _FIRST.format(other='float("-inf")'), 1),
 ]  # fmt: skip
-INT32 = [("tl.minimum(rows, n_rows - 1).to(tl.int64)[:, None]",
-          "tl.minimum(rows, n_rows - 1)[:, None]", 2)]  # fmt: skip
+STRIDE_N = [(_ROW_START, _ROW_START.replace("x_row_stride", "N"), 2)]
+
+
+def _no_clamp(row_start: str) -> list:
+    """One row a program: address it without the clamp (the stacked case keeps it)."""
+    one_row = row_start.replace("tl.minimum(rows, n_rows - 1)", "rows")
+    return [(row_start, f"    if ROWS == 1:\n    {one_row}\n    else:\n    {row_start}", 2)]
+
+
+NO_CLAMP = _no_clamp(_ROW_START)
+EVICT_FIRST = [("other=0.0)", 'other=0.0, eviction_policy="evict_first")', 2),
+               ('other=float("-inf"))', 'other=float("-inf"), eviction_policy="evict_first")',
+                2)]  # fmt: skip
+REWRITES = {"first chunk": FIRST_CHUNK, "stride N": STRIDE_N, "no clamp": NO_CLAMP,
+            "every difference": FIRST_CHUNK + STRIDE_N
+            + _no_clamp(_ROW_START.replace("x_row_stride", "N")) + EVICT_FIRST}  # fmt: skip
+INDUCTOR_CASE = ("sum", (16384, 4096), torch.float32)
+INDUCTOR_PLAN = RowPlan(block_cols=2048, rows_per_program=1, num_warps=16, chunked=True)
+INDUCTOR_LOG = REPO_ROOT / "results/h200/ncu-fp32-sum-16384x4096-compile.log"
 POINTER_TYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
 
 
 def variants(directory: Path) -> dict[str, object]:
-    """The reductions module as the reference has it and rewritten: {label: module}."""
-    return {
-        "first chunk": rewritten(reductions, FIRST_CHUNK, directory, "reductions_first_chunk"),
-        "first chunk+int32": rewritten(reductions, FIRST_CHUNK + INT32, directory,
-                                       "reductions_first_chunk_int32"),
-    }  # fmt: skip
+    """The reductions module rewritten each way of :data:`REWRITES`: {label: module}."""
+    return {label: rewritten(reductions, rewrites, directory, f"reductions_{index}")
+            for index, (label, rewrites) in enumerate(REWRITES.items())}  # fmt: skip
 
 
-def case_calls(op: str, inputs: dict, modules: dict) -> dict[str, object]:
-    """The reference twice, each variant and compile, as zero-argument calls."""
+def inductor_kernel(log: Path, directory: Path):
+    """Inductor's row-sum kernel, its source as the recorded log prints it, as a JITFunction."""
+    lines = [line.partition("[__output_code] ")[2] for line in log.read_text().splitlines()
+             if "[__output_code] " in line]  # fmt: skip
+    start = next(i for i, line in enumerate(lines) if line.startswith("@triton.jit"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("'''"))
+    path = directory / "inductor_row_sum.py"
+    path.write_text("import triton\nimport triton.language as tl\n\n" + "\n".join(lines[start:end]))
+    spec = importlib.util.spec_from_file_location("inductor_row_sum", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.triton_red_fused_sum_0
+
+
+def case_calls(op: str, shape, dtype, inputs: dict, modules: dict) -> dict[str, object]:
+    """The reference twice, each variant and compile, as zero-argument calls (and at
+    :data:`INDUCTOR_CASE`, every difference at once and Inductor's own kernel)."""
     spec = ops.get(op)
     (x,) = inputs.values()
     reference = spec.kernel_function("reference")
     calls = {"reference": lambda: reference(x), "reference again": lambda: reference(x)}
     for label, module in modules.items():
-        calls[label] = lambda f=getattr(module, KERNELS[op][1]): f(x)
+        if not label.startswith("inductor"):
+            function = getattr(module, KERNELS[op][1])
+            calls[label] = lambda f=function: f(x)
+    if (op, tuple(shape), dtype) == INDUCTOR_CASE:
+        every = modules["every difference"].row_sum
+        calls["every difference, 2048 w16"] = lambda: every(x, INDUCTOR_PLAN)
+        kernel, out = modules["inductor kernel"], torch.empty(shape[0], dtype=dtype, device="cuda")
+
+        def inductor():
+            kernel[(shape[0],)](x, out, shape[0], shape[1], XBLOCK=1, R0_BLOCK=2048,
+                                num_warps=16, num_stages=1)  # fmt: skip
+            return out
+
+        calls["Inductor's kernel"] = inductor
     compiled = fresh_compiled(next(iter(spec.baselines.values())))
     calls["compile"] = lambda: compiled(x)
     return calls
@@ -144,6 +198,8 @@ def print_sass(modules: dict) -> None:
     for op, shape, dtype in CASES:
         case = f"{op} {shape[0]}x{shape[1]} {str(dtype).removeprefix('torch.')}"
         for label, module in {"reference": reductions, **modules}.items():
+            if not hasattr(module, KERNELS[op][0]):
+                continue
             counts = sass_counts(module, op, shape, dtype)
             print(f"{case:26} {label:20} {counts['all']:12d} {counts['float']:6d} "
                   f"{counts['float with a constant']:11d}")  # fmt: skip
@@ -152,7 +208,7 @@ def print_sass(modules: dict) -> None:
 
 
 def main(argv=None) -> int:
-    parser = OneLineParser(prog="first_chunk", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="row_sum_code", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=9,
                         help="interleaved rounds (default 9)")
     parser.add_argument("--seed", type=int, default=0,
@@ -170,15 +226,16 @@ def main(argv=None) -> int:
         if args.sass:
             print_sass(modules)
             return 0
-        timing.require_gpu("first_chunk.py")
+        modules["inductor kernel"] = inductor_kernel(INDUCTOR_LOG, Path(directory))
+        timing.require_gpu("row_sum_code.py")
         ops.numerics_policy()
         print_sass(modules)
         timing.warm_gpu()
         rows = []
         for op, shape, dtype in CASES:
             inputs = ops.get(op).make_inputs(shape, dtype, 0, "cuda")
-            rows += paired_rows(op, shape, dtype, inputs, case_calls(op, inputs, modules),
-                                args.rounds, args.seed)  # fmt: skip
+            calls = case_calls(op, shape, dtype, inputs, modules)
+            rows += paired_rows(op, shape, dtype, inputs, calls, args.rounds, args.seed)
     print_table(rows)
     timing.write_json(args.output, {"environment": timing.environment(), "seed": args.seed,
                                     "rows": rows}, script=__file__, argv=argv)  # fmt: skip
