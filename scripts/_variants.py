@@ -28,6 +28,12 @@ def rewritten(module: ModuleType, rewrites, directory: Path, name: str) -> Modul
         source = source.replace(old, new)
     package = module.__name__.rpartition(".")[0]
     source = source.replace("\nfrom .", f"\nfrom {package}.")  # a module now, not in a package
+    return module_from_source(source, directory, name)
+
+
+def module_from_source(source: str, directory: Path, name: str) -> ModuleType:
+    """``source`` written to ``directory`` (Triton reads a kernel's source from its file) and
+    imported as the module ``name``."""
     path = directory / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)

@@ -39,7 +39,6 @@ adds and min/max, and those adding or comparing against zero or -inf.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import os
 import re
 import subprocess
@@ -51,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import REPO_ROOT, OneLineParser, positive_int  # noqa: E402
-from _variants import rewritten  # noqa: E402
+from _variants import module_from_source, rewritten  # noqa: E402
 from streaming_variants import paired_rows, print_table  # noqa: E402
 
 # isort: split
@@ -91,12 +90,27 @@ def _no_clamp(row_start: str) -> list:
 
 
 NO_CLAMP = _no_clamp(_ROW_START)
-EVICT_FIRST = [("other=0.0)", 'other=0.0, eviction_policy="evict_first")', 2),
-               ('other=float("-inf"))', 'other=float("-inf"), eviction_policy="evict_first")',
-                2)]  # fmt: skip
-REWRITES = {"first chunk": FIRST_CHUNK, "stride N": STRIDE_N, "no clamp": NO_CLAMP,
-            "every difference": FIRST_CHUNK + STRIDE_N
-            + _no_clamp(_ROW_START.replace("x_row_stride", "N")) + EVICT_FIRST}  # fmt: skip
+
+
+def _evict_first(loads: int) -> list:
+    """``evict_first`` on each row load (``loads`` a kernel: 2 once the first chunk is peeled)."""
+    return [("other=0.0)", 'other=0.0, eviction_policy="evict_first")', loads),
+            ('other=float("-inf"))', 'other=float("-inf"), eviction_policy="evict_first")',
+             loads)]  # fmt: skip
+
+
+_STRIDE_N_NO_CLAMP = STRIDE_N + _no_clamp(_ROW_START.replace("x_row_stride", "N"))
+REWRITES = {
+    "first chunk": FIRST_CHUNK,
+    "stride N": STRIDE_N,
+    "no clamp": NO_CLAMP,
+    "every difference": FIRST_CHUNK + _STRIDE_N_NO_CLAMP + _evict_first(2),
+    # the same with one difference left out
+    "all but evict_first": FIRST_CHUNK + _STRIDE_N_NO_CLAMP,
+    "all but first chunk": _STRIDE_N_NO_CLAMP + _evict_first(1),
+    "all but stride N": FIRST_CHUNK + NO_CLAMP + _evict_first(2),
+    "all but no clamp": FIRST_CHUNK + STRIDE_N + _evict_first(2),
+}  # fmt: skip
 INDUCTOR_CASE = ("sum", (16384, 4096), torch.float32)
 INDUCTOR_PLAN = RowPlan(block_cols=2048, rows_per_program=1, num_warps=16, chunked=True)
 INDUCTOR_LOG = REPO_ROOT / "results/h200/ncu-fp32-sum-16384x4096-compile.log"
@@ -115,12 +129,8 @@ def inductor_kernel(log: Path, directory: Path):
              if "[__output_code] " in line]  # fmt: skip
     start = next(i for i, line in enumerate(lines) if line.startswith("@triton.jit"))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("'''"))
-    path = directory / "inductor_row_sum.py"
-    path.write_text("import triton\nimport triton.language as tl\n\n" + "\n".join(lines[start:end]))
-    spec = importlib.util.spec_from_file_location("inductor_row_sum", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.triton_red_fused_sum_0
+    source = "import triton\nimport triton.language as tl\n\n" + "\n".join(lines[start:end])
+    return module_from_source(source, directory, "inductor_row_sum").triton_red_fused_sum_0
 
 
 def case_calls(op: str, shape, dtype, inputs: dict, modules: dict) -> dict[str, object]:
