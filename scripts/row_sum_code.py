@@ -9,6 +9,14 @@ in 13-15 of 15 rounds (``results/NOTES.md``), and no launch plan closes it
 against Inductor's 64 (``ncu-fp32-sum-16384x4096-*.log``), and ``streaming-variants.log``
 ruled out the ``evict_first`` loads and the int32 offsets one at a time.
 
+The reference has since taken up what this probe found (``evict_first`` loads, the first
+step as the accumulator's start; ``reference/kernels/reductions.py``). The probe rewrites
+the landed module back to the version it measured (``before``: ``_variants.REDUCTIONS_BEFORE``)
+and each candidate from there, so a run today times the same kernels. In the recorded runs
+(``row-sum-code-run1.log``, ``-run2.log`` and ``row-sum-code.log``) the label ``reference``
+is that earlier version; in a run made since, it is the landed kernel, which should read as
+``evict_first+first chunk`` does.
+
 For each case this script times the reference twice (an A/A pair), the reference rewritten
 (``_variants.rewritten``) several ways, and torch.compile (``dynamic=False``), all checked
 against the float64 oracle first, interleaved with every graph captured first, and prints
@@ -50,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import REPO_ROOT, OneLineParser, positive_int  # noqa: E402
-from _variants import module_from_source, rewritten  # noqa: E402
+from _variants import REDUCTIONS_BEFORE, module_from_source, rewritten  # noqa: E402
 from streaming_variants import paired_rows, print_table  # noqa: E402
 
 # isort: split
@@ -65,7 +73,8 @@ from reference.kernels.row_plan import RowPlan, choose_row_plan  # noqa: E402
 CASES = (("sum", (16384, 4096), torch.float32), ("max", (16384, 4096), torch.float32),
          ("sum", (4096, 32768), torch.float32), ("sum", (65536, 128), torch.float32),
          ("sum", (16384, 4096), torch.float16), ("max", (16384, 4096), torch.bfloat16),
-         ("sum", (4096, 32768), torch.bfloat16))  # fmt: skip
+         ("sum", (4096, 32768), torch.bfloat16), ("sum", (4096, 32768), torch.float16),
+         ("sum", (1024, 1024), torch.float32))  # fmt: skip
 KERNELS = {"sum": ("_row_sum_kernel", "row_sum"), "max": ("_row_max_kernel", "row_max")}
 
 _LOOP = "    for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):"
@@ -110,6 +119,10 @@ REWRITES = {
     "all but first chunk": _STRIDE_N_NO_CLAMP + _evict_first(1),
     "all but stride N": FIRST_CHUNK + NO_CLAMP + _evict_first(2),
     "all but no clamp": FIRST_CHUNK + STRIDE_N + _evict_first(2),
+    # evict_first alone and with one other difference
+    "evict_first": _evict_first(1),
+    "evict_first+first chunk": FIRST_CHUNK + _evict_first(2),
+    "evict_first+no clamp": NO_CLAMP + _evict_first(1),
 }  # fmt: skip
 INDUCTOR_CASE = ("sum", (16384, 4096), torch.float32)
 INDUCTOR_PLAN = RowPlan(block_cols=2048, rows_per_program=1, num_warps=16, chunked=True)
@@ -117,10 +130,15 @@ INDUCTOR_LOG = REPO_ROOT / "results/h200/ncu-fp32-sum-16384x4096-compile.log"
 POINTER_TYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
 
 
-def variants(directory: Path) -> dict[str, object]:
-    """The reductions module rewritten each way of :data:`REWRITES`: {label: module}."""
-    return {label: rewritten(reductions, rewrites, directory, f"reductions_{index}")
-            for index, (label, rewrites) in enumerate(REWRITES.items())}  # fmt: skip
+def variants(directory: Path, labels=tuple(REWRITES)) -> dict[str, object]:
+    """The reductions module as it was before this probe's change (``before``:
+    ``_variants.REDUCTIONS_BEFORE``) and rewritten from there each way of :data:`REWRITES`
+    named in ``labels``: {label: module}."""
+    modules = {"before": rewritten(reductions, REDUCTIONS_BEFORE, directory, "reductions_before")}
+    for index, label in enumerate(labels):
+        modules[label] = rewritten(reductions, REDUCTIONS_BEFORE + REWRITES[label], directory,
+                                   f"reductions_{index}")  # fmt: skip
+    return modules
 
 
 def inductor_kernel(log: Path, directory: Path):
@@ -145,8 +163,9 @@ def case_calls(op: str, shape, dtype, inputs: dict, modules: dict) -> dict[str, 
             function = getattr(module, KERNELS[op][1])
             calls[label] = lambda f=function: f(x)
     if (op, tuple(shape), dtype) == INDUCTOR_CASE:
-        every = modules["every difference"].row_sum
-        calls["every difference, 2048 w16"] = lambda: every(x, INDUCTOR_PLAN)
+        if "every difference" in modules:
+            every = modules["every difference"].row_sum
+            calls["every difference, 2048 w16"] = lambda: every(x, INDUCTOR_PLAN)
         kernel, out = modules["inductor kernel"], torch.empty(shape[0], dtype=dtype, device="cuda")
 
         def inductor():
@@ -204,14 +223,14 @@ def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
 
 
 def print_sass(modules: dict) -> None:
-    print(f"{'case':26} {'kernel':20} {'instructions':>12} {'float':>6} {'with 0/-inf':>11}")
+    print(f"{'case':26} {'kernel':24} {'instructions':>12} {'float':>6} {'with 0/-inf':>11}")
     for op, shape, dtype in CASES:
         case = f"{op} {shape[0]}x{shape[1]} {str(dtype).removeprefix('torch.')}"
         for label, module in {"reference": reductions, **modules}.items():
             if not hasattr(module, KERNELS[op][0]):
                 continue
             counts = sass_counts(module, op, shape, dtype)
-            print(f"{case:26} {label:20} {counts['all']:12d} {counts['float']:6d} "
+            print(f"{case:26} {label:24} {counts['all']:12d} {counts['float']:6d} "
                   f"{counts['float with a constant']:11d}")  # fmt: skip
     print("static counts in the sm_90 binary (no NOPs); float: FADD and FMNMX; with 0/-inf: "
           "those reading the zero register or -inf")
@@ -225,19 +244,23 @@ def main(argv=None) -> int:
                         help="seed of the shuffled order of the rounds (default 0)")
     parser.add_argument("--sass", action="store_true",
                         help="only print each binary's instruction counts (no GPU needed)")
+    parser.add_argument("--rewrites", nargs="+", choices=list(REWRITES), default=list(REWRITES),
+                        metavar="LABEL", help="the rewrites to time or count (default: all; "
+                        f"choices: {', '.join(repr(label) for label in REWRITES)})")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     if args.sass and interpreting():  # the interpreter has no binaries: compile in a child
         environment = {**os.environ, "TRITON_INTERPRET": "0"}
-        command = [sys.executable, __file__, "--sass"]
+        command = [sys.executable, __file__, "--sass", "--rewrites", *args.rewrites]
         return subprocess.run(command, env=environment, check=False).returncode
+    if not args.sass:
+        timing.require_gpu("row_sum_code.py")
     with tempfile.TemporaryDirectory() as directory:
-        modules = variants(Path(directory))
+        modules = variants(Path(directory), args.rewrites)
         if args.sass:
             print_sass(modules)
             return 0
         modules["inductor kernel"] = inductor_kernel(INDUCTOR_LOG, Path(directory))
-        timing.require_gpu("row_sum_code.py")
         ops.numerics_policy()
         print_sass(modules)
         timing.warm_gpu()

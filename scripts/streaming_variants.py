@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import OneLineParser, positive_int  # noqa: E402
-from _variants import rewritten  # noqa: E402
+from _variants import REDUCTIONS_BEFORE, rewritten  # noqa: E402
 from score_targets import paired  # noqa: E402
 
 # isort: split
@@ -65,11 +65,15 @@ INDUCTOR_ADD_BLOCKS = {(16384, 4096): (512, 8), (4096, 32768): (1024, 4)}
 
 
 def reduction_variants(directory: Path) -> dict[str, object]:
-    """The row-reduction module rewritten three ways: {label: module}."""
+    """The row-reduction module as this probe measured it (``_variants.REDUCTIONS_BEFORE``:
+    the landed kernels took up ``evict_first`` since, ``row_sum_code.py``) rewritten three
+    ways: {label: module}."""
+    before = REDUCTIONS_BEFORE
     return {
-        "evict_first": rewritten(reductions, _EVICT_FIRST, directory, "reductions_evict_first"),
-        "int32": rewritten(reductions, _INT32, directory, "reductions_int32"),
-        "evict_first+int32": rewritten(reductions, _EVICT_FIRST + _INT32, directory,
+        "evict_first": rewritten(reductions, before + _EVICT_FIRST, directory,
+                                 "reductions_evict_first"),
+        "int32": rewritten(reductions, before + _INT32, directory, "reductions_int32"),
+        "evict_first+int32": rewritten(reductions, before + _EVICT_FIRST + _INT32, directory,
                                        "reductions_evict_first_int32"),
     }  # fmt: skip
 

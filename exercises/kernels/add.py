@@ -24,8 +24,8 @@ Design (what the lessons quote):
   moving to cover DRAM latency (Little's law: ~4.35 TB/s x ~1 us / 132 SMs is ~33 KiB per SM).
   In fp32 it is 4 KiB (1024 elements) with 8 warps, one 16-byte load per operand a thread,
   as torch.compile's own fp32 add launches: timed paired against compile on the H200
-  (``results/h200/streaming-plans.log``), 16 KiB fp32 blocks lost 0.3% round after round at
-  16384 x 4096 and 4096 x 32768 and 4 KiB ones won by 0.3-0.4%; in fp16 the same one-vector
+  (``results/h200/streaming-plans.log``), 16 KiB fp32 blocks lost 0.3% and 0.2% round after
+  round at 16384 x 4096 and 4096 x 32768 and 4 KiB ones won by 0.3-0.4%; in fp16 the same one-vector
   blocks lost 0.5% to 16 KiB ones. Why the two dtypes differ is not settled: the probe timed
   the blocks, it did not profile them.
 * **Smaller blocks for small tensors.** 16 KiB blocks cut a 1024 x 1024 fp16 tensor into 128

@@ -23,6 +23,18 @@ Design (what the lessons quote): both kernels follow the shared row plan
 * Inside the loop nothing is reduced across threads: each lane keeps its own fp32 partial
   (``acc``, a ``[ROWS, BLOCK]`` tile), and one ``tl.sum`` / ``tl.max`` at the end folds it.
   Reducing every step would put a shared-memory round trip inside the loop.
+* ``acc`` starts as the first step's values, not as zeros (or -inf) that the first step is
+  added to: ``x + 0.0`` is not ``x`` when ``x`` is -0.0 (and ``max(-inf, x)`` is not ``x``
+  when ``x`` is NaN), so the compiler must keep one add per value, 8 of the 79 instructions
+  of the fp32 sum at 4096 wide (``scripts/row_sum_code.py --sass`` counts them, no GPU
+  needed).
+* Every load says ``eviction_policy="evict_first"``: each value is read once. Paired by round
+  against torch.compile (whose loads say the same), the hint with that start moved every sum
+  and max timed by 0.0% to +2.4% and closed the fp32 sum's last steady loss at 16384 x 4096
+  (0.997 to 1.000, ``results/h200/row-sum-code.log``). The hint did most of it; the start
+  alone moved nothing measurable, and with the hint added 0.0-0.3% (0.9% at 1024 x 1024).
+  The same hint costs the ``add`` 10% (``streaming-variants.log``): a hint is a measurement,
+  not a rule.
 * ``N`` is a ``tl.constexpr`` (one compiled variant per width, and the trip count is known);
   the row count is a runtime argument excluded from specialization, so any batch size reuses
   the same binary.

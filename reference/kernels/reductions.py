@@ -19,6 +19,18 @@ Design (what the lessons quote): both kernels follow the shared row plan
 * Inside the loop nothing is reduced across threads: each lane keeps its own fp32 partial
   (``acc``, a ``[ROWS, BLOCK]`` tile), and one ``tl.sum`` / ``tl.max`` at the end folds it.
   Reducing every step would put a shared-memory round trip inside the loop.
+* ``acc`` starts as the first step's values, not as zeros (or -inf) that the first step is
+  added to: ``x + 0.0`` is not ``x`` when ``x`` is -0.0 (and ``max(-inf, x)`` is not ``x``
+  when ``x`` is NaN), so the compiler must keep one add per value, 8 of the 79 instructions
+  of the fp32 sum at 4096 wide (``scripts/row_sum_code.py --sass`` counts them, no GPU
+  needed).
+* Every load says ``eviction_policy="evict_first"``: each value is read once. Paired by round
+  against torch.compile (whose loads say the same), the hint with that start moved every sum
+  and max timed by 0.0% to +2.4% and closed the fp32 sum's last steady loss at 16384 x 4096
+  (0.997 to 1.000, ``results/h200/row-sum-code.log``). The hint did most of it; the start
+  alone moved nothing measurable, and with the hint added 0.0-0.3% (0.9% at 1024 x 1024).
+  The same hint costs the ``add`` 10% (``streaming-variants.log``): a hint is a measurement,
+  not a rule.
 * ``N`` is a ``tl.constexpr`` (one compiled variant per width, and the trip count is known);
   the row count is a runtime argument excluded from specialization, so any batch size reuses
   the same binary.
@@ -50,10 +62,15 @@ def _row_sum_kernel(
     # rows past the end reread the last row (a cache hit): the loads need only a column mask.
     # int64: M * N may exceed 2**31 elements
     row_start = x_ptr + tl.minimum(rows, n_rows - 1).to(tl.int64)[:, None] * x_row_stride
-    acc = tl.zeros((ROWS, BLOCK), dtype=tl.float32)
-    for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):
+    # the first step starts the partials (zeros would cost an add per value); each value is
+    # read once, so L2 may drop it first
+    cols = tl.arange(0, BLOCK)
+    acc = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=0.0,
+                  eviction_policy="evict_first").to(tl.float32)  # fmt: skip
+    for col_start in tl.range(BLOCK, N, BLOCK, num_stages=NUM_STAGES):
         cols = col_start + tl.arange(0, BLOCK)
-        x = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=0.0)
+        x = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=0.0,
+                    eviction_policy="evict_first")  # fmt: skip
         acc += x.to(tl.float32)
     total = tl.sum(acc, axis=1)
     tl.store(out_ptr + rows, total.to(out_ptr.dtype.element_ty), mask=row_mask)
@@ -77,10 +94,13 @@ def _row_max_kernel(
     rows = tl.program_id(axis=0) * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
     row_start = x_ptr + tl.minimum(rows, n_rows - 1).to(tl.int64)[:, None] * x_row_stride
-    acc = tl.full((ROWS, BLOCK), float("-inf"), dtype=tl.float32)
-    for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):
+    cols = tl.arange(0, BLOCK)
+    acc = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=float("-inf"),
+                  eviction_policy="evict_first").to(tl.float32)  # fmt: skip
+    for col_start in tl.range(BLOCK, N, BLOCK, num_stages=NUM_STAGES):
         cols = col_start + tl.arange(0, BLOCK)
-        x = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=float("-inf"))
+        x = tl.load(row_start + cols[None, :], mask=(cols < N)[None, :], other=float("-inf"),
+                    eviction_policy="evict_first")  # fmt: skip
         acc = tl.maximum(acc, x.to(tl.float32))
     largest = tl.max(acc, axis=1)
     tl.store(out_ptr + rows, largest.to(out_ptr.dtype.element_ty), mask=row_mask)

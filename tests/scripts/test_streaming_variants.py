@@ -40,7 +40,7 @@ def test_every_add_variant_adds_and_the_rewrites_changed_the_source(modules, tmp
     assert source.count('eviction_policy="evict_first"') == 2
     assert "pid.to(tl.int64)" not in Path(modules["add"]["int32"].__file__).read_text()
     both = Path(modules["reductions"]["evict_first+int32"].__file__).read_text()
-    assert both.count('eviction_policy="evict_first"') == 2 and ".to(tl.int64)" not in both
+    assert both.count(', eviction_policy="evict_first")') == 2 and ".to(tl.int64)" not in both
 
 
 def test_a_reference_that_moved_on_stops_the_probe(tmp_path):
