@@ -210,7 +210,10 @@ def _host_line(record: dict) -> dict:
 
 
 def _significant(row: dict) -> bool:
-    return row["paired"] is not None and row["paired"]["p"] < SIGNIFICANT
+    """Slower round after round: a lopsided sign test, lopsided towards the reference losing
+    (a case behind by its medians can win most rounds; its p is as small)."""
+    pairs = row["paired"]
+    return pairs is not None and pairs["p"] < SIGNIFICANT and 2 * pairs["slower"] > pairs["rounds"]
 
 
 def _detail(title: str, behind: list[dict]) -> str:

@@ -64,6 +64,12 @@ def test_pairs_are_rounds_and_a_steady_small_loss_is_told_from_noise():
     mixed = score_targets.paired(_sampled("triton", [101, 99, 101] + [119, 121] * 3), baseline)
     assert mixed["slower"] == 5 and mixed["p"] == 1.0
     assert mixed["rounds"] == 9
+    # faster in every round (a case can be behind by its medians and still do this): as
+    # lopsided a sign test, the other way
+    winning = score_targets.paired(_sampled("triton", [99] * 3 + [119] * 6), baseline)
+    assert winning["slower"] == 0 and winning["p"] < score_targets.SIGNIFICANT
+    rows = [{"paired": steady}, {"paired": winning}, {"paired": mixed}, {"paired": None}]
+    assert [score_targets._significant(row) for row in rows] == [True, False, False, False]
     assert score_targets.paired(_sampled("triton", [100, 100]), baseline) is None  # unequal
     assert score_targets.paired({"name": "triton"}, baseline) is None  # no samples kept
 
