@@ -36,10 +36,11 @@
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 #   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
+#   scripts/h200_evidence.sh evict-ncu OUTDIR  the eviction hint's kernels with and without it, ncu
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -208,6 +209,22 @@ row-sum-code)
         "all but stride N" "every difference" --output "$out/row-sum-code.json"
     step row-sum-code-after timeout 200 python3 scripts/row_sum_code.py --seed 5 --rounds 15 \
         --rewrites "evict_first+first chunk" --output "$out/row-sum-code-after.json"
+    ;;
+evict-ncu)
+    # the eviction hint's three kernels with and without it under Nsight Compute (clocks and
+    # caches left as they are: the profiled call meets the L2 the calls before it left)
+    metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+    metrics=$metrics,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    for run in "sum float32 reference" "sum float32 rewritten sum before" \
+               "add float32 reference" "add float32 rewritten add evict_first" \
+               "rmsnorm float16 reference" "rmsnorm float16 rewritten rmsnorm hint always"; do
+        read -r op dtype variant rewrite <<<"$run"
+        name="ncu-evict-$op-$dtype-${rewrite:-reference}"
+        step "${name// /-}" timeout 150 ncu --clock-control none --cache-control none \
+            --profile-from-start off --metrics "$metrics" --section MemoryWorkloadAnalysis_Tables \
+            --csv --print-units base python3 scripts/profile_streaming.py --op "$op" \
+            --shape 16384x4096 --dtype "$dtype" --variant "$variant" ${rewrite:+--rewrite "$rewrite"}
+    done
     ;;
 plans-ncu)
     # the plans that won and lost in streaming-plans.log, under Nsight Compute (clocks left as

@@ -64,3 +64,17 @@ def test_the_profiler_launches_a_named_plan_and_refuses_an_unknown_one():
     torch.testing.assert_close(run(x, y), x + y)
     with pytest.raises(ValueError, match="one of: 1x4096 w16, chunk 2048 w16"):
         profile_streaming.plan_function("sum", (3, 4096), 4, "chunk 999 w3")
+
+
+@pytest.mark.skipif(not interpreting(), reason="runs the kernels in the interpreter")
+def test_the_profiler_rewrites_compute_their_op(tmp_path):
+    from learning import ops
+
+    for index, (label, entry) in enumerate(profile_streaming.REWRITES.items()):
+        op, module, rewrites, name = entry
+        variant = profile_streaming.rewritten(module, rewrites, tmp_path, f"rewrite_{index}")
+        function = getattr(variant, name)
+        spec = ops.get(op)
+        args = tuple(spec.make_inputs((3, 1000), torch.float32, 0, "cpu").values())
+        torch.testing.assert_close(function(*args), spec.kernel_function("reference")(*args),
+                                   msg=label)  # fmt: skip
