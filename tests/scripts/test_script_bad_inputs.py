@@ -61,6 +61,7 @@ def test_validate_kernels_rejects_an_unknown_op_or_dtype():
         ("streaming_plans.py", []),
         ("row_sum_code.py", []),
         ("rmsnorm_evict.py", []),
+        ("store_hint.py", []),
     ],
 )
 def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tmp_path):
@@ -75,7 +76,7 @@ def test_gpu_scripts_refuse_a_cpu_in_one_line_and_write_nothing(script, args, tm
 @pytest.mark.parametrize("script", ["tune_gemm.py", "gemm_grouping.py", "gemm_weight_grad.py",
                                     "gemm_autotune_pick.py", "streaming_variants.py",
                                     "streaming_plans.py", "row_sum_code.py",
-                                    "rmsnorm_evict.py"])
+                                    "rmsnorm_evict.py", "store_hint.py"])
 @pytest.mark.parametrize("rounds", ["0", "two"])
 def test_gemm_scripts_reject_a_bad_round_count(script, rounds, tmp_path):
     """An interleaved timing needs at least one round: one line, exit 2, nothing written."""
