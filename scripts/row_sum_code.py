@@ -41,12 +41,14 @@ kernel ties compile and the reference does not, the difference is in the code.
 
 ``--sass`` compiles the reference and each rewrite for sm_90 (Triton's own ``ptxas`` and
 ``cuobjdump``; no GPU) and prints each binary's instructions: all of them, the floating-point
-adds and min/max, and those adding or comparing against zero or -inf.
+adds and min/max, and those adding or comparing against zero or -inf. With ``--yours`` it
+compiles your kernels too (``exercises/kernels/reductions.py``), the same way.
 """
 
 from __future__ import annotations
 
 import collections
+import importlib
 import os
 import re
 import subprocess
@@ -215,6 +217,7 @@ def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
             continue
         opcode, operands = match.group(1).split(".")[0], match.group(2)
         counts["all"] += 1
+        counts["global loads"] += opcode == "LDG"
         if opcode in ("FADD", "FMNMX"):
             counts["float"] += 1
             if re.search(r"\bRZ\b|-INF", operands):
@@ -230,8 +233,9 @@ def print_sass(modules: dict) -> None:
             if not hasattr(module, KERNELS[op][0]):
                 continue
             counts = sass_counts(module, op, shape, dtype)
+            unwritten = "  (no loads: not written yet?)" if not counts["global loads"] else ""
             print(f"{case:26} {label:24} {counts['all']:12d} {counts['float']:6d} "
-                  f"{counts['float with a constant']:11d}")  # fmt: skip
+                  f"{counts['float with a constant']:11d}{unwritten}")  # fmt: skip
     print("static counts in the sm_90 binary (no NOPs); float: FADD and FMNMX; with 0/-inf: "
           "those reading the zero register or -inf")
 
@@ -247,17 +251,24 @@ def main(argv=None) -> int:
     parser.add_argument("--rewrites", nargs="+", choices=list(REWRITES), default=list(REWRITES),
                         metavar="LABEL", help="the rewrites to time or count (default: all; "
                         f"choices: {', '.join(repr(label) for label in REWRITES)})")
+    parser.add_argument("--yours", action="store_true",
+                        help="with --sass: count your kernels too (exercises/kernels)")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
+    if args.yours and not args.sass:
+        parser.error("--yours goes with --sass")
     if args.sass and interpreting():  # the interpreter has no binaries: compile in a child
         environment = {**os.environ, "TRITON_INTERPRET": "0"}
         command = [sys.executable, __file__, "--sass", "--rewrites", *args.rewrites]
-        return subprocess.run(command, env=environment, check=False).returncode
+        return subprocess.run(command + ["--yours"] * args.yours, env=environment,
+                              check=False).returncode  # fmt: skip
     if not args.sass:
         timing.require_gpu("row_sum_code.py")
     with tempfile.TemporaryDirectory() as directory:
         modules = variants(Path(directory), args.rewrites)
         if args.sass:
+            if args.yours:
+                modules["yours"] = importlib.import_module("exercises.kernels.reductions")
             print_sass(modules)
             return 0
         modules["inductor kernel"] = inductor_kernel(INDUCTOR_LOG, Path(directory))
