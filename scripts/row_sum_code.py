@@ -183,8 +183,9 @@ def case_calls(op: str, shape, dtype, inputs: dict, modules: dict) -> dict[str, 
 
 def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
     """Compile ``module``'s kernel for ``op`` at ``shape`` for sm_90 and count its instructions:
-    ``all``, ``float`` (FADD, FMNMX) and ``float with a constant`` (those reading RZ, the zero
-    register, or -inf), each by opcode name too. Needs kernels compiled, not interpreted."""
+    ``all``, ``float`` (FADD, FMNMX), ``float with a constant`` (those reading RZ, the zero
+    register, or -inf) and ``global loads`` (LDG), and its ``registers`` a thread (as
+    ``cuobjdump -res-usage`` reads them). Needs kernels compiled, not interpreted."""
     import triton  # the course imported it already, with the backend it chose
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -210,7 +211,11 @@ def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
         cubin.write_bytes(binary.asm["cubin"])
         listing = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(cubin)],
                                  capture_output=True, text=True, check=True).stdout  # fmt: skip
+        usage = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-res-usage", str(cubin)],
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
     counts = collections.Counter()
+    registers = re.search(r"\bREG:(\d+)", usage)
+    counts["registers"] = int(registers.group(1)) if registers else 0
     for line in listing.splitlines():
         match = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);", line)
         if not match or match.group(1) == "NOP":
@@ -226,7 +231,8 @@ def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
 
 
 def print_sass(modules: dict) -> None:
-    print(f"{'case':26} {'kernel':24} {'instructions':>12} {'float':>6} {'with 0/-inf':>11}")
+    print(f"{'case':26} {'kernel':24} {'regs':>4} {'instructions':>12} {'float':>6} "
+          f"{'with 0/-inf':>11}")  # fmt: skip
     for op, shape, dtype in CASES:
         case = f"{op} {shape[0]}x{shape[1]} {str(dtype).removeprefix('torch.')}"
         for label, module in {"reference": reductions, **modules}.items():
@@ -234,10 +240,11 @@ def print_sass(modules: dict) -> None:
                 continue
             counts = sass_counts(module, op, shape, dtype)
             unwritten = "  (no loads: not written yet?)" if not counts["global loads"] else ""
-            print(f"{case:26} {label:24} {counts['all']:12d} {counts['float']:6d} "
-                  f"{counts['float with a constant']:11d}{unwritten}")  # fmt: skip
-    print("static counts in the sm_90 binary (no NOPs); float: FADD and FMNMX; with 0/-inf: "
-          "those reading the zero register or -inf")
+            floats, with_constant = counts["float"], counts["float with a constant"]
+            print(f"{case:26} {label:24} {counts['registers']:4d} {counts['all']:12d} "
+                  f"{floats:6d} {with_constant:11d}{unwritten}")  # fmt: skip
+    print("regs: registers a thread; static counts in the sm_90 binary (no NOPs); float: FADD "
+          "and FMNMX; with 0/-inf: those reading the zero register or -inf")
 
 
 def main(argv=None) -> int:
