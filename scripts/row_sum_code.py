@@ -238,7 +238,12 @@ def print_sass(modules: dict) -> None:
         for label, module in {"reference": reductions, **modules}.items():
             if not hasattr(module, KERNELS[op][0]):
                 continue
-            counts = sass_counts(module, op, shape, dtype)
+            try:
+                counts = sass_counts(module, op, shape, dtype)
+            except Exception as error:  # a learner's kernel that does not compile yet
+                reason = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+                print(f"{case:26} {label:24} does not compile: {reason}")
+                continue
             unwritten = "  (no loads: not written yet?)" if not counts["global loads"] else ""
             floats, with_constant = counts["float"], counts["float with a constant"]
             print(f"{case:26} {label:24} {counts['registers']:4d} {counts['all']:12d} "

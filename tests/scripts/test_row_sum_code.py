@@ -4,6 +4,7 @@ candidate it chose, Inductor's kernel read from the recorded log; and do its sm_
 show the adds that change removed? (CPU: the interpreter, and Triton's compiler for sm_90)"""
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,25 @@ def test_the_sm90_binaries_lose_the_adds_to_zero():
         assert reference == chosen and with_constant == 0 < before[3], case
         assert floats < before[2], case  # fewer float instructions
         assert 16 <= registers <= 255, case  # a thread's registers, read from the binary
+
+
+def test_a_kernel_that_does_not_compile_gets_a_line_not_a_traceback(tmp_path):
+    """A learner's half-written kernel (--yours) must not stop the listing."""
+    code = (
+        "import sys, pathlib\n"
+        f"sys.path.insert(0, {str(ROOT / 'scripts')!r})\n"
+        "import row_sum_code as probe\n"
+        "from _variants import rewritten\n"
+        "broken = rewritten(probe.reductions, [('acc += x.to(tl.float32)', "
+        "'acc += not_defined', 1)], pathlib.Path(sys.argv[1]), 'broken')\n"
+        "probe.print_sass({'yours': broken})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "TRITON_INTERPRET": "0"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    yours = [line for line in done.stdout.splitlines() if " yours " in line]
+    sums = [line for line in yours if line.startswith("sum")]
+    maxes = [line for line in yours if line.startswith("max")]
+    assert sums and all("does not compile" in line for line in sums), done.stdout
+    assert maxes and not any("does not compile" in line for line in maxes)  # max was not broken
