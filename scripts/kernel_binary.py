@@ -1,0 +1,209 @@
+"""What a row kernel compiles to on the H200, read on any machine (no GPU needed)
+
+    python scripts/kernel_binary.py --op softmax --shape 16384x4096 --dtype float16
+    python scripts/kernel_binary.py --op sum --shape 4096x32768 --dtype float32 --yours
+    python scripts/kernel_binary.py --op add --shape 1024x1024 --dtype float16 --listing
+
+Triton ships the compiler that turns a kernel into the H200's machine code (``ptxas``, for
+sm_90) and the tool that prints it (``cuobjdump``), and neither needs a GPU. This script runs
+the op's public wrapper (the reference's, or yours from ``exercises/`` with ``--yours``) on
+CPU tensors of the given shape up to its first launch, and at that launch compiles the kernel
+for sm_90 exactly as Triton would on the H200 (Triton's own argument binding and
+specialization: dtypes, 16-byte alignment, the compile-time values and launch options the
+wrapper chose). It prints the launch (kernel, grid, the compile-time values), the registers a
+thread and the shared memory a program, how many programs the registers leave room for on an
+SM (the figure Nsight Compute calls ``launch__occupancy_limit_registers``) and what share of
+the SM's warps that keeps, and the instructions of the binary by kind. ``--listing`` prints
+the machine code itself.
+
+For the row ops and the add: a GEMM chooses its configuration by timing candidates on the GPU
+(``triton.autotune``), so there is no launch to read here before that, and the backward
+steps size their grids from the GPU's SM count.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _records import OneLineParser  # noqa: E402
+from profile_streaming import forward_ops as row_ops  # noqa: E402  (no GEMM: none autotuned)
+from profile_streaming import parse_shape  # noqa: E402
+
+from learning import ops  # noqa: E402  (imported before triton: it selects the backend)
+from learning.runtime import interpreting  # noqa: E402
+
+TARGET = ("cuda", 90, 32)  # the H200: sm_90, 32-thread warps
+REGISTERS_PER_SM = 65536
+THREADS_PER_SM = 2048
+PROGRAMS_PER_SM = 32
+REGISTER_GRANULE = 8  # registers a thread are allocated in steps of 8 (256 a warp)
+# instruction kinds: an opcode's first part -> the kind it is counted under
+KINDS = {"LDG": "global loads", "STG": "global stores", "LDS": "shared loads",
+         "STS": "shared stores", "SHFL": "warp shuffles", "BAR": "barriers",
+         "FADD": "fp32 add", "FMUL": "fp32 mul", "FFMA": "fp32 fma", "FMNMX": "fp32 min/max",
+         "MUFU": "special functions (exp, rsqrt...)", "HADD2": "16-bit pairs",
+         "HMUL2": "16-bit pairs", "HFMA2": "16-bit pairs", "HMNMX2": "16-bit pairs",
+         "F2F": "conversions", "F2FP": "conversions", "I2F": "conversions"}  # fmt: skip
+
+
+class Launched(Exception):
+    """Raised at the wrapper's first launch, carrying what it would have launched."""
+
+    def __init__(self, kernel, grid, compiled, constexprs, options):
+        super().__init__(kernel.__name__)
+        self.kernel, self.grid, self.compiled = kernel, grid, compiled
+        self.constexprs, self.options = constexprs, options
+
+
+def capture_launch(function, args: tuple) -> Launched:
+    """Run ``function(*args)`` up to its first Triton launch; compile that launch for sm_90
+    as Triton would (its binder and ``_pack_args``), and return it. Needs kernels compiled,
+    not interpreted (``TRITON_INTERPRET=0``)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    target = GPUTarget(*TARGET)
+    backend = make_backend(target)
+
+    def run(kernel, *call_args, grid, warmup, **kwargs):
+        binder = create_function_from_signature(kernel.signature, kernel.params, backend)
+        bound, specialization, options = binder(*call_args, **kwargs)
+        options, signature, constexprs, attrs = kernel._pack_args(
+            backend, kwargs, bound, specialization, options)  # fmt: skip
+        source = ASTSource(kernel, signature, constexprs, attrs)
+        compiled = triton.compile(source, target=target, options=options.__dict__)
+        names = {(p.num,): p.name for p in kernel.params}
+        values = {names.get(path, str(path)): value for path, value in constexprs.items()}
+        raise Launched(kernel, grid, compiled, values, options)
+
+    from learning import runtime
+
+    original, device = JITFunction.run, runtime.default_device
+    JITFunction.run = run
+    runtime.default_device = lambda: "cpu"  # the inputs are CPU tensors; nothing runs
+    try:
+        function(*args)
+    except Launched as launched:
+        return launched
+    finally:
+        JITFunction.run, runtime.default_device = original, device
+    raise SystemExit("kernel_binary.py: the wrapper returned without launching a kernel")
+
+
+def cuobjdump(cubin: bytes, flag: str) -> str:
+    import triton
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "kernel.cubin"
+        path.write_bytes(cubin)
+        command = [triton.knobs.nvidia.cuobjdump.path, flag, str(path)]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def instructions(listing: str) -> list[str]:
+    """The opcodes of a ``cuobjdump -sass`` listing, in order, without NOPs or predicates."""
+    opcodes = []
+    for line in listing.splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)", line)
+        if match and match.group(1) != "NOP":
+            opcodes.append(match.group(1))
+    return opcodes
+
+
+def register_limit(registers: int, threads: int) -> int:
+    """Programs of ``threads`` threads an SM's registers hold (Nsight Compute's
+    ``launch__occupancy_limit_registers``)."""
+    granted = -(-max(registers, 1) // REGISTER_GRANULE) * REGISTER_GRANULE
+    return REGISTERS_PER_SM // (granted * threads)
+
+
+def programs_per_sm(registers: int, threads: int) -> int:
+    """Programs an SM holds as far as its registers and thread slots allow."""
+    return min(register_limit(registers, threads), THREADS_PER_SM // threads, PROGRAMS_PER_SM)
+
+
+def describe(launched: Launched) -> dict:
+    compiled = launched.compiled
+    usage = cuobjdump(compiled.asm["cubin"], "-res-usage")
+    registers = int(re.search(r"\bREG:(\d+)", usage).group(1))
+    shared = int(re.search(r"\bSHARED:(\d+)", usage).group(1))
+    opcodes = instructions(cuobjdump(compiled.asm["cubin"], "-sass"))
+    kinds = collections.Counter(KINDS.get(op.split(".")[0], "other") for op in opcodes)
+    threads = 32 * launched.options.num_warps
+    programs = programs_per_sm(registers, threads)
+    return {"kernel": launched.kernel.__name__, "grid": tuple(launched.grid),
+            "constexprs": launched.constexprs, "num_warps": launched.options.num_warps,
+            "num_stages": launched.options.num_stages, "registers": registers,
+            "shared_bytes": shared, "threads": threads, "programs_per_sm": programs,
+            "register_limit": register_limit(registers, threads),
+            "thread_limit": THREADS_PER_SM // threads,
+            "warps_share": programs * threads / THREADS_PER_SM,
+            "instructions": len(opcodes), "kinds": dict(kinds.most_common())}  # fmt: skip
+
+
+def print_description(info: dict, label: str) -> None:
+    values = ", ".join(f"{name}={value}" for name, value in info["constexprs"].items())
+    print(f"{label}: {info['kernel']}, grid {info['grid']}, {info['num_warps']} warps "
+          f"({info['threads']} threads); {values}")
+    print(f"  registers a thread {info['registers']}, shared memory a program "
+          f"{info['shared_bytes']} bytes")
+    print(f"  programs an SM: {info['programs_per_sm']} ({info['warps_share']:.0%} of the SM's "
+          f"warps); its registers hold {info['register_limit']}, its thread slots "
+          f"{info['thread_limit']}")
+    unwritten = "" if "global loads" in info["kinds"] else "  (no loads: not written yet?)"
+    print(f"  instructions: {info['instructions']}{unwritten}")
+    for kind, count in info["kinds"].items():
+        print(f"    {count:5d}  {kind}")
+
+
+def main(argv=None) -> int:
+    parser = OneLineParser(prog="kernel_binary", description=__doc__.splitlines()[0])
+    parser.add_argument("--op", choices=row_ops(), required=True)
+    parser.add_argument("--shape", required=True, help="ROWSxCOLS, e.g. 16384x4096")
+    parser.add_argument("--dtype", choices=("float16", "bfloat16", "float32"), required=True)
+    parser.add_argument("--yours", action="store_true",
+                        help="your kernel (exercises/), not the reference")
+    parser.add_argument("--listing", action="store_true", help="print the machine code too")
+    args = parser.parse_args(argv)
+    spec = ops.get(args.op)
+    try:
+        shape = parse_shape(spec, args.shape)
+    except ValueError as error:
+        parser.error(f"--shape: {error}")
+    if interpreting():  # the interpreter has no binaries: compile in a child
+        environment = {**os.environ, "TRITON_INTERPRET": "0", "CUDA_VISIBLE_DEVICES": ""}
+        command = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])]
+        return subprocess.run(command, env=environment, check=False).returncode
+    dtype = ops.dtype_from_name(args.dtype)
+    implementation = "exercises" if args.yours else "reference"
+    function = spec.kernel_function(implementation)
+    inputs = tuple(spec.make_inputs(shape, dtype, 0, "cpu").values())
+    try:
+        launched = capture_launch(function, inputs)
+    except NotImplementedError as error:
+        raise SystemExit(f"kernel_binary.py: {implementation}'s {args.op} is not written yet "
+                         f"({error})") from None  # fmt: skip
+    except Exception as error:  # a kernel that does not compile: the compiler's reason
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        raise SystemExit(f"kernel_binary.py: {implementation}'s {args.op} does not compile "
+                         f"for sm_90: {reason}") from None  # fmt: skip
+    info = describe(launched)
+    print_description(info, f"{implementation} {args.op} {spec.shape_label(shape)} {args.dtype}")
+    if args.listing:
+        print(cuobjdump(launched.compiled.asm["cubin"], "-sass"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

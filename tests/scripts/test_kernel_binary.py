@@ -1,0 +1,84 @@
+"""Does scripts/kernel_binary.py read, on a CPU, what the H200 profiles read on the GPU?
+
+Its register count and register-limited occupancy are checked against every recorded Nsight
+Compute profile of a launch plan (`results/h200/ncu-plan-*.log`), and its compile of the
+landed add against the two whose plans are the add's rules; every row op is compiled once, a
+stub reports that it loads nothing, and bad arguments stop in one line."""
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import kernel_binary as tool  # noqa: E402
+
+PROFILES = sorted((ROOT / "results" / "h200").glob("ncu-plan-*.log"))
+
+
+def _profile(path: Path) -> dict:
+    lines = [line for line in path.read_text().splitlines() if line.startswith('"')]
+    rows = csv.DictReader(io.StringIO("\n".join(lines)))
+    return {r["Metric Name"]: float(r["Metric Value"].replace(",", "")) for r in rows}
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "kernel_binary.py"), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})  # fmt: skip
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda path: path.name)
+def test_the_register_limit_is_what_nsight_compute_reported(path):
+    metrics = _profile(path)
+    registers, threads = metrics["launch__registers_per_thread"], metrics["launch__block_size"]
+    assert tool.register_limit(int(registers), int(threads)) == int(
+        metrics["launch__occupancy_limit_registers"])  # fmt: skip
+
+
+@pytest.mark.parametrize(("dtype", "profile"), [
+    ("float16", "ncu-plan-add-16384x4096-float16-block-8192-w8.log"),
+    ("float32", "ncu-plan-add-16384x4096-float32-block-1024-w8.log"),
+])  # fmt: skip
+def test_the_landed_adds_compile_here_as_they_did_on_the_h200(dtype, profile):
+    """The add's rule picks these plans at 16384 x 4096; compiled on this CPU for sm_90, the
+    binary needs the registers the profile read on the H200."""
+    done = _run("--op", "add", "--shape", "16384x4096", "--dtype", dtype)
+    assert done.returncode == 0, done.stderr[-2000:]
+    metrics = _profile(ROOT / "results" / "h200" / profile)
+    registers = int(metrics["launch__registers_per_thread"])
+    assert f"registers a thread {registers}," in done.stdout, done.stdout
+    assert f"its registers hold {int(metrics['launch__occupancy_limit_registers'])}," in done.stdout
+
+
+@pytest.mark.parametrize("op", tool.row_ops())
+def test_every_row_op_compiles_and_loads(op):
+    done = _run("--op", op, "--shape", "37x781", "--dtype", "float16")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"reference {op} 37x781 float16: _")
+    assert "global loads" in done.stdout and "not written yet" not in done.stdout
+
+
+def test_a_stub_says_it_loads_nothing_and_the_listing_is_machine_code():
+    done = _run("--op", "sum", "--shape", "16x256", "--dtype", "float32", "--yours")
+    assert done.returncode == 0 and "(no loads: not written yet?)" in done.stdout
+    listing = _run("--op", "max", "--shape", "16x256", "--dtype", "float32", "--listing")
+    assert listing.returncode == 0 and "LDG.E" in listing.stdout and "EXIT" in listing.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["--op", "matmul", "--shape", "64x64x64", "--dtype", "float16"],
+    ["--op", "sum", "--shape", "0x5", "--dtype", "float16"],
+    ["--op", "sum", "--shape", "axb", "--dtype", "float16"],
+    ["--op", "sum", "--shape", "4x4", "--dtype", "int8"],
+])  # fmt: skip
+def test_bad_arguments_stop_in_one_line(args):
+    done = _run(*args)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len((done.stdout + done.stderr).strip().splitlines()) == 1
