@@ -8,7 +8,11 @@ wrapper many times in a row with no graph, syncs, and divides the host clock by 
 (the GPU queue absorbs the kernels; if the GPU were the bottleneck, every row would show the
 kernel time instead, so the kernel-only graph time is printed too). The host clock of the
 H200 machine drifts by up to 2x over minutes, so the wrappers of a shape are sampled in
-shuffled turns (``--rounds``, 7 by default) and each row is the median of its samples. Candidates:
+shuffled turns (``--rounds``, 7 by default), in ``--runs`` independent runs with their own
+orders (3 by default); each row is the median over the runs of each run's median, and the
+ratio to ``torch.softmax`` is taken within each run (the drift cancels there) and printed run
+by run, with its median in the record. (A single run can read either side of 1.0: one read
+0.89x where three runs right after read 1.18-1.20x.) Candidates:
 ``torch.softmax``; the reference ``softmax`` (a repeat call finds the launch it made for
 that input signature and replays it: ``reference.kernels.launch.Replays``; a first call runs
 the checks and the plan and launches through ``Launcher``, which calls the binary's C launch
@@ -22,9 +26,13 @@ check of every pointer, the driver's launch), and that function given the pointe
 integers (no driver check). Three more take the reference wrapper's repeat-call path apart:
 ``softmax_fwd`` with its plan passed in (no replay: every check and the launcher's key on
 every call), the lookup of the replay alone (``Replays.find``), and the allocation plus the
-replay without the lookup. Two more launch the same binary through the C++
-launcher that Inductor uses for its own Triton kernels (a private PyTorch API, measured, not
-used): alone, and with the wrapper's checks, plan and allocation in front of it. The last
+replay without the lookup; then ``Replays.run_like`` (what a repeat call of ``softmax`` runs:
+the lookup, the allocation and the launch in one frame) and the packed launch function it
+calls, alone (``reference.kernels.launch``: the launch's constant arguments packed once,
+two addresses a call, the driver's ``cuLaunchKernel``). Two more launch the same binary
+through the C++ launcher that Inductor uses for its own Triton kernels (a private PyTorch API,
+measured, not used): alone, and with the wrapper's checks, plan and allocation in front of
+it. The last
 column is the part of each call spent inside the CUDA launch API itself
 (``cudaLaunchKernel``, ``cuLaunchKernel`` and their ``Ex`` forms), timed by the profiler over
 300 further calls. (An earlier round's launcher that cached the compiled binary but still
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -52,7 +61,7 @@ from _records import OneLineParser, positive_int  # noqa: E402
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
-from reference.kernels import softmax  # noqa: E402
+from reference.kernels import launch, softmax  # noqa: E402
 
 SHAPES = ((1024, 1024), (16, 4096))
 
@@ -111,6 +120,12 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         out = torch.empty_like(x)
         replay(x, out)
         return out
+
+    def packed_launch():  # the module's launch function alone: the packed launch, 2 addresses
+        replay.direct(replay.packed, torch._C._cuda_getCurrentRawStream(replay.device),
+                      x_address, y_address)  # fmt: skip
+
+    x_address, y_address = x.data_ptr(), y.data_ptr()
     rows = [
         ("setup only (no launch)", setup),
         ("torch.empty((M, N), dtype, device)",
@@ -130,7 +145,12 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         ("softmax_fwd, plan given (no replay)", lambda: softmax.softmax_fwd(x, plan)),
         ("Replays.find(x)", lambda: softmax._fwd_replays.find(x)),
         ("empty_like + Replay (no find)", replay_only),
+        ("Replays.run_like(x) (find, alloc, launch)", lambda: softmax._fwd_replays.run_like(x)),
     ]
+    if replay.direct is not None:
+        rows.append(("the packed launch function alone", packed_launch))
+    else:
+        print(f"no packed launch: {getattr(launch.direct_launch, 'reason', 'not packable')}")
     static = static_launcher(compiled, x.device)
     if static is None:
         return rows
@@ -208,6 +228,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="calls per host-clock sample")  # fmt: skip
     parser.add_argument("--rounds", type=positive_int, default=7,
                         help="host-clock samples per wrapper, taken in shuffled turns")  # fmt: skip
+    parser.add_argument("--runs", type=positive_int, default=3,
+                        help="independent interleaved runs (seeds 0..runs-1); each row reads "
+                             "the median of the runs, and each run's ratio to torch.softmax "
+                             "is printed")  # fmt: skip
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     return parser.parse_args(argv)
 
@@ -219,8 +243,8 @@ def main(argv=None) -> int:
     timing.warm_gpu()
     library_softmax = custom_op()
     rows = []
-    print(f"{'shape':>10s}  {'wrapper':36s} {'host us/call':>12s} {'graph us':>9s} "
-          f"{'launch API us':>13s}  API")  # fmt: skip
+    print(f"{'shape':>10s}  {'wrapper':42s} {'host us/call':>12s} {'graph us':>9s} "
+          f"{'launch API us':>13s}  {'x torch.softmax, by run':24s} API")  # fmt: skip
     for shape in SHAPES:
         x = ops.get("softmax").inputs(shape, torch.float16, 0, "cuda")["x"]
         candidates = [
@@ -233,16 +257,24 @@ def main(argv=None) -> int:
         if not args.no_compile:
             compiled = timing.fresh_compile(lambda t: torch.softmax(t, dim=-1))
             candidates.append(("torch.compile(torch.softmax)", functools.partial(compiled, x)))
-        host = timing.interleaved_host_us(dict(candidates), args.calls, rounds=args.rounds)
+        runs = [timing.interleaved_host_us(dict(candidates), args.calls, rounds=args.rounds,
+                                           seed=seed) for seed in range(args.runs)]  # fmt: skip
         for name, call in candidates:
-            host_us = host[name]
+            host_runs = [run[name] for run in runs]
+            ratios = [run[name] / run["torch.softmax"] for run in runs]  # drift cancels in a run
             graph_us = timing.graph_ms(call) * 1e3
             api_us, apis = launch_api_us(call)
             rows.append({"shape": f"{shape[0]}x{shape[1]}", "wrapper": name,
-                         "host_us_per_call": host_us, "graph_us": graph_us,
+                         "host_us_per_call": statistics.median(host_runs),
+                         "host_us_per_call_runs": host_runs,
+                         "ratio_to_torch_softmax_runs": ratios,
+                         "ratio_to_torch_softmax": statistics.median(ratios),
+                         "graph_us": graph_us,
                          "launch_api_us_per_call": api_us, "launch_apis": apis})  # fmt: skip
-            print(f"{rows[-1]['shape']:>10s}  {name:36s} {host_us:12.2f} {graph_us:9.2f} "
-                  f"{timing.fmt(api_us, '.2f'):>13s}  {','.join(apis)}")  # fmt: skip
+            by_run = " ".join(f"{ratio:.2f}" for ratio in ratios)
+            print(f"{rows[-1]['shape']:>10s}  {name:42s} {rows[-1]['host_us_per_call']:12.2f} "
+                  f"{graph_us:9.2f} {timing.fmt(api_us, '.2f'):>13s}  {by_run:24s} "
+                  f"{','.join(apis)}")  # fmt: skip
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",

@@ -42,9 +42,26 @@ looks the signature up (four attribute reads and a dict lookup, the way a compil
 guards work), allocates its output, and calls the C function with the tensors' addresses as
 integers (which also skips the driver's check of each pointer: the first call checked the
 device). Only the 16-byte alignment of each address is tested again, because the binary was
-compiled for it. What is left is the floor for a wrapper written in Python: one allocation
-(``torch.empty_like``, from Python) and Triton's C launch function; ``torch.softmax`` does
-both in C++.
+compiled for it.
+
+Triton's C launch function is generic: it parses some twenty arguments on every call
+(``PyArg_ParseTuple``: the grid, the stream, the function, flags, hooks, then each kernel
+argument, then the metadata tuple), and most of them never change for one replay. So a
+:class:`Replay` packs everything but the tensors' addresses into one ``bytes`` object when it
+is made (the function handle, the grid, the block, the shared memory, and every kernel
+argument laid out as the driver reads it), and launches through a function of this module's
+own (``_C_SOURCE``: ``launch(packed, stream, *addresses)``, ``METH_FASTCALL``, the driver's
+``cuLaunchKernel``), built at first use by Triton's own ``compile_module_from_src``, the way
+and with the compiler Triton builds its launchers (nothing to build at install time). A
+launch it cannot pack exactly (a float or tensor-descriptor argument, a cluster, a
+cooperative or PDL launch) keeps Triton's C function; so does a thread with no CUDA context
+current, where Triton's function would make one. ``Replays.run_like`` is the repeat call of a
+one-input wrapper whose output is ``torch.empty_like`` of its input, in one Python frame:
+the signature lookup, the allocation and that launch, with no call into the wrapper's body.
+What is left is the floor for a wrapper written in Python, one allocation
+(``torch.empty_like``, from Python) and the launch, plus the lookup; ``torch.softmax`` does
+all three in C++. ``scripts/host_cost_probe.py`` times these paths whole against each other
+(``results/h200/host-cost-probe.log``).
 
 An earlier version of this launcher measured no faster than ``kernel[grid]`` (14.8 against
 14.1 us, ``wrapper-overhead-launcher.log``) and was removed. It never took its fast path: it
@@ -56,6 +73,8 @@ chain holds a hook.
 
 from __future__ import annotations
 
+import functools
+import struct
 from functools import partial
 
 import torch
@@ -64,6 +83,160 @@ from triton._C.libtriton import native_specialize_impl
 from triton.runtime.jit import JITFunction
 
 _TRITONS_RUN = JITFunction.run  # Triton's own launch path, to tell when someone wraps it
+
+# The launch function: everything constant packed once (see the module's docstring). The
+# packed bytes are a Header, then one 8-byte slot per kernel parameter (an integer in its
+# low bytes, little-endian, as the driver reads it through a pointer), then, for each
+# address passed at the call, the index of the slot it fills.
+_C_SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, void *, void **, void **);
+typedef int (*get_context_t)(void **);
+typedef int (*error_string_t)(int, const char **);
+
+static launch_kernel_t launch_kernel;
+static get_context_t get_context;
+static error_string_t error_string;
+
+typedef struct {
+  uint64_t function;
+  uint32_t grid[3], block, shared, n_params, n_pointers, unused;
+} Header;
+
+enum { MAX_PARAMS = 64 };
+
+static int load_driver(void) {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (driver == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "cannot load the CUDA driver: %s", dlerror());
+    return 0;
+  }
+  get_context = (get_context_t)dlsym(driver, "cuCtxGetCurrent");
+  error_string = (error_string_t)dlsym(driver, "cuGetErrorString");
+  launch_kernel = (launch_kernel_t)dlsym(driver, "cuLaunchKernel");
+  if (get_context == NULL || error_string == NULL || launch_kernel == NULL) {
+    launch_kernel = NULL;
+    PyErr_SetString(PyExc_RuntimeError, "the CUDA driver lacks cuLaunchKernel");
+    return 0;
+  }
+  return 1;
+}
+
+/* launch(packed, stream, *addresses) -> True once launched, False with no CUDA context
+   current on this thread (the caller then goes through Triton's launcher, which makes one). */
+static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  Header header;
+  uint64_t values[MAX_PARAMS];
+  void *params[MAX_PARAMS];
+  void *context = NULL;
+  int status;
+  if (nargs < 2 || !PyBytes_CheckExact(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "launch(packed: bytes, stream: int, *addresses: int)");
+    return NULL;
+  }
+  const char *packed = PyBytes_AS_STRING(args[0]);
+  Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+  if (size < (Py_ssize_t)sizeof header) goto malformed;
+  memcpy(&header, packed, sizeof header);
+  if (header.n_params > MAX_PARAMS || (Py_ssize_t)header.n_pointers != nargs - 2 ||
+      size != (Py_ssize_t)(sizeof header + 8 * header.n_params + 4 * header.n_pointers))
+    goto malformed;
+  memcpy(values, packed + sizeof header, 8 * (size_t)header.n_params);
+  for (uint32_t k = 0; k < header.n_pointers; ++k) {
+    uint32_t slot;
+    memcpy(&slot, packed + sizeof header + 8 * header.n_params + 4 * k, 4);
+    if (slot >= header.n_params) goto malformed;
+    values[slot] = PyLong_AsUnsignedLongLong(args[2 + k]);
+    if (values[slot] == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+  }
+  void *stream = PyLong_AsVoidPtr(args[1]);
+  if (stream == NULL && PyErr_Occurred()) return NULL;
+  if (launch_kernel == NULL && !load_driver()) return NULL;
+  if (get_context(&context) != 0 || context == NULL) Py_RETURN_FALSE;
+  if ((uint64_t)header.grid[0] * header.grid[1] * header.grid[2] == 0) Py_RETURN_TRUE;
+  for (uint32_t i = 0; i < header.n_params; ++i) params[i] = &values[i];
+  Py_BEGIN_ALLOW_THREADS
+  status = launch_kernel((void *)(uintptr_t)header.function, header.grid[0], header.grid[1],
+                         header.grid[2], header.block, 1, 1, header.shared, stream, params, NULL);
+  Py_END_ALLOW_THREADS
+  if (status != 0) {
+    const char *reason = NULL;
+    error_string(status, &reason);
+    PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed: %s (CUDA error %d)",
+                 reason ? reason : "unknown", status);
+    return NULL;
+  }
+  Py_RETURN_TRUE;
+malformed:
+  PyErr_SetString(PyExc_ValueError, "launch: the packed launch does not match its addresses");
+  return NULL;
+}
+
+static PyMethodDef methods[] = {
+  {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "launch a packed kernel"},
+  {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "workshop_launch", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_workshop_launch(void) { return PyModule_Create(&module); }
+"""
+
+_HEADER = struct.Struct("<Q8I")  # the C Header: function, grid x/y/z, block, shared, counts
+_SCALARS = {  # Triton's scalar types -> struct codes, as the kernel parameter is laid out
+    "i1": "b", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
+    "u1": "B", "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "fp32": "f",
+}  # fmt: skip
+
+
+@functools.cache
+def direct_launch():
+    """The launch function of ``_C_SOURCE`` (built once, cached by Triton), or None with the
+    reason it could not be built (no C compiler); Triton's C function is used then."""
+    from triton.runtime.build import compile_module_from_src
+
+    try:
+        return compile_module_from_src(_C_SOURCE, "workshop_launch").launch
+    except Exception as error:  # the compiler's own message is in Triton's log
+        direct_launch.reason = f"{type(error).__name__}: {error}"
+        return None
+
+
+def pack_launch(compiled, grid: tuple, values: tuple, n_tensors: int) -> bytes | None:
+    """The ``packed`` argument of the launch function for ``compiled`` launched on ``grid``
+    with ``values`` (every kernel parameter, in order; the first ``n_tensors`` are tensors,
+    whose addresses come at the call), or None where only Triton's launcher is exact."""
+    signature = getattr(getattr(compiled, "src", None), "signature", None)
+    metadata = getattr(compiled, "metadata", None)
+    if not isinstance(signature, dict) or len(signature) != len(values) or metadata is None:
+        return None
+    if (getattr(metadata, "num_ctas", 1) != 1 or getattr(metadata, "launch_cooperative_grid", 0)
+            or getattr(metadata, "launch_pdl", 0)):  # fmt: skip
+        return None
+    slots, pointers = [], []
+    for index, (kind, value) in enumerate(zip(signature.values(), values, strict=True)):
+        if kind == "constexpr":  # compiled in, not passed
+            continue
+        if isinstance(kind, str) and kind.startswith("*") and index < n_tensors:
+            pointers.append(len(slots))
+            slots.append(bytes(8))
+        elif kind in _SCALARS and not isinstance(value, torch.Tensor):
+            slots.append(struct.pack("<" + _SCALARS[kind], value).ljust(8, b"\0"))
+        else:  # a float of another width, a tensor descriptor, a tuple: Triton's launcher
+            return None
+    if len(pointers) != n_tensors:
+        return None
+    slots += [bytes(8)] * 2  # the global and profile scratch pointers Triton appends (none)
+    grid_xyz = (*grid, 1, 1)[:3]
+    header = _HEADER.pack(compiled.function, *grid_xyz, 32 * metadata.num_warps,
+                          metadata.shared, len(slots), len(pointers), 0)  # fmt: skip
+    return header + b"".join(slots) + struct.pack(f"<{len(pointers)}I", *pointers)
 
 
 def _specialization(backend, args: tuple) -> tuple | None:
@@ -80,10 +253,12 @@ def _watched() -> bool:
     """Does something watch launches (a wrapped ``JITFunction.run``, a launch hook)?"""
     if JITFunction.run is not _TRITONS_RUN:
         return True
-    for hook in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook):
-        if hook is not None and getattr(hook, "calls", True):
-            return True
-    return False
+    runtime = knobs.runtime
+    try:  # Triton 3.6's hook chains (this runs on every replayed call: the short way first)
+        return bool(runtime.launch_enter_hook.calls or runtime.launch_exit_hook.calls)
+    except AttributeError:  # a hook assigned as a plain function, or None
+        hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
+        return any(hook is not None and getattr(hook, "calls", True) for hook in hooks)
 
 
 class Launcher:
@@ -119,7 +294,7 @@ class Launcher:
                 self.binaries[key] = self._direct_entry(compiled, len(args), meta)
             entry = self.binaries[key]
         else:
-            launch, function, metadata, cooperative, pdl, constants = entry
+            launch, function, metadata, cooperative, pdl, constants, _ = entry
             grid_x, grid_y, grid_z = (*grid, 1, 1)[:3] if len(grid) < 3 else grid
             stream = torch._C._cuda_getCurrentRawStream(device)
             launch(grid_x, grid_y, grid_z, stream, function, cooperative, pdl, None, None,
@@ -136,7 +311,7 @@ class Launcher:
             tensors += 1
         if entry is None or any(isinstance(a, torch.Tensor) for a in args[tensors:]):
             return None
-        return Replay(self, entry, device, grid, args[tensors:], meta)
+        return Replay(self, entry, device, grid, args[tensors:], meta, tensors)
 
     def _direct_entry(self, compiled, n_args: int, meta: dict) -> tuple | None:
         """How to launch ``compiled`` directly, or None where only Triton's path is exact."""
@@ -148,8 +323,9 @@ class Launcher:
         if launcher.global_scratch_size or launcher.profile_scratch_size:
             return None
         constants = tuple(meta[name] for name in names[n_args:])
-        return (launch, compiled.function, compiled.packed_metadata,
-                launcher.launch_cooperative_grid, launcher.launch_pdl, constants)  # fmt: skip
+        cooperative, pdl = launcher.launch_cooperative_grid, launcher.launch_pdl
+        return (launch, compiled.function, compiled.packed_metadata, cooperative, pdl, constants,
+                compiled)  # fmt: skip
 
 
 def _signature(t: torch.Tensor) -> tuple:
@@ -159,23 +335,30 @@ def _signature(t: torch.Tensor) -> tuple:
 class Replay:
     """One launch the wrapper made, to be made again on other tensors of the same signature.
 
-    It holds everything but the pointers: the binary, its C launch function, the grid, the
-    integer arguments and the compile-time values. ``replay(*tensors)`` launches it with those
-    tensors' addresses, passed as integers (so the C function skips its per-pointer driver
-    check: the tensors' device was checked when the replay was made). A tensor whose address
-    is not a multiple of 16 bytes (the binary was compiled for aligned ones) goes through the
-    launcher instead, which finds or compiles the right binary.
+    It holds everything but the pointers: the binary, the grid, the integer arguments and the
+    compile-time values, packed for the module's launch function (``packed``; None where only
+    Triton's C function is exact, which it then holds too). ``replay(*tensors)`` launches it
+    with those tensors' addresses, passed as integers (so no per-pointer driver check: the
+    tensors' device was checked when the replay was made). A tensor whose address is not a
+    multiple of 16 bytes (the binary was compiled for aligned ones) goes through the launcher
+    instead, which finds or compiles the right binary.
     """
 
-    __slots__ = ("launcher", "grid", "meta", "device", "rest", "launch", "middle", "tail")
+    __slots__ = ("launcher", "grid", "meta", "device", "rest", "launch", "middle", "tail",
+                 "packed", "direct")  # fmt: skip
 
-    def __init__(self, launcher: Launcher, entry: tuple, device: int, grid, rest: tuple, meta):
+    def __init__(self, launcher: Launcher, entry: tuple, device: int, grid, rest: tuple, meta,
+                 n_tensors: int):  # fmt: skip
         self.launcher, self.grid, self.meta, self.device = launcher, grid, meta, device
         self.rest = rest  # the arguments after the leading tensors (integers)
-        launch, function, metadata, cooperative, pdl, constants = entry
+        launch, function, metadata, cooperative, pdl, constants, compiled = entry
         self.launch = partial(launch, *((*grid, 1, 1)[:3] if len(grid) < 3 else grid))
         self.middle = (function, cooperative, pdl, None, None, metadata, None, None, None)
         self.tail = (*rest, *constants)
+        values = (*(None,) * n_tensors, *self.tail)
+        packed = pack_launch(compiled, grid, values, n_tensors)
+        self.direct = None if packed is None else direct_launch()  # the launch function
+        self.packed = None if self.direct is None else packed
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         # the loop, not map and reduce: this runs on every call (~0.2 us less on the H200 host)
@@ -188,7 +371,8 @@ class Replay:
             self.launcher(self.grid, (*tensors, *self.rest), **self.meta)
             return
         stream = torch._C._cuda_getCurrentRawStream(self.device)
-        self.launch(stream, *self.middle, *pointers, *self.tail)
+        if self.direct is None or not self.direct(self.packed, stream, *pointers):
+            self.launch(stream, *self.middle, *pointers, *self.tail)  # Triton's C function
         self.launcher.direct_launches += 1
 
 
@@ -223,6 +407,30 @@ class Replays:
         if replay is None or _watched() or torch._C._cuda_getDevice() != replay.device:
             return None
         return replay
+
+    def run_like(self, x: object) -> torch.Tensor | None:
+        """A one-input wrapper's repeat call in one step: ``y = torch.empty_like(x)``, the
+        launch filed for ``x``'s signature replayed on ``(x, y)``, and ``y``; None (nothing
+        allocated, nothing launched) where :meth:`find` would find nothing. The wrapper's
+        output must be ``torch.empty_like(x)`` and its kernel's tensors ``(x, y)``."""
+        if type(x) is not torch.Tensor:
+            return None
+        replay = self.entries.get((x.dtype, x.get_device(), x.shape, x.stride()))
+        if replay is None or torch._C._cuda_getDevice() != replay.device or _watched():
+            return None
+        y = torch.empty_like(x)
+        x_address, y_address = x.data_ptr(), y.data_ptr()
+        direct = replay.direct
+        if (
+            direct is None
+            or (x_address | y_address) & 15
+            or not direct(replay.packed, torch._C._cuda_getCurrentRawStream(replay.device),
+                          x_address, y_address)  # fmt: skip
+        ):
+            replay(x, y)  # the general path: Triton's C function, or the launcher
+            return y
+        replay.launcher.direct_launches += 1
+        return y
 
     def file(self, replay: Replay | None, *tensors: torch.Tensor) -> None:
         if replay is None or replay.device != tensors[0].get_device():

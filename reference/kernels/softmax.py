@@ -209,10 +209,8 @@ def softmax_fwd(x: torch.Tensor, plan: RowPlan | None = None) -> torch.Tensor:
     ``plan`` overrides :func:`choose_row_plan` (the lessons and the plan sweep use it); a
     chunked plan runs one row per program whatever its ``rows_per_program``.
     """
-    replay = None if plan else _fwd_replays.find(x)
-    if replay is not None:  # x's dtype, device, shape and strides passed these checks before
-        y = torch.empty_like(x)
-        replay(x, y)
+    y = None if plan else _fwd_replays.run_like(x)
+    if y is not None:  # x's dtype, device, shape and strides passed these checks before
         return y
     n_rows, n_cols = check_rows(x, "softmax")
     # empty_like of a contiguous x is contiguous too, and costs less host time than empty()
@@ -297,6 +295,7 @@ class Softmax(torch.autograd.Function):
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension of a 2-D tensor; differentiable through :class:`Softmax`."""
-    if torch.is_grad_enabled() and isinstance(x, torch.Tensor) and x.requires_grad:
+    if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
         return Softmax.apply(x)
-    return softmax_fwd(x)
+    y = _fwd_replays.run_like(x)  # a repeat call: the launch made for x's signature, again
+    return softmax_fwd(x) if y is None else y

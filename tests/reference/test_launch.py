@@ -6,6 +6,10 @@ The key tests run everywhere; the direct launches themselves need a compiled ker
 import learning  # noqa: F401  (chooses the backend before triton is imported)
 
 # isort: split
+import ctypes.util
+import struct
+from types import SimpleNamespace
+
 import pytest
 import torch
 from triton import knobs
@@ -102,6 +106,124 @@ def test_replays_are_bounded_and_never_filed_for_another_device(replays):
     assert replays.find(torch.zeros((5, 4))) is None
 
 
+def _compiled(signature: dict, num_warps=4, shared=1024, **metadata):
+    """A stand-in for Triton's CompiledKernel: what ``pack_launch`` reads of one."""
+    fields = {"num_warps": num_warps, "shared": shared, "num_ctas": 1,
+              "launch_cooperative_grid": False, "launch_pdl": False, **metadata}  # fmt: skip
+    return SimpleNamespace(src=SimpleNamespace(signature=signature), function=0xF00D,
+                           metadata=SimpleNamespace(**fields))  # fmt: skip
+
+
+SOFTMAX_SIGNATURE = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "x_row_stride": "i32",
+                     "y_row_stride": "i32", "N": "constexpr", "BLOCK": "constexpr"}  # fmt: skip
+
+
+def test_a_packed_launch_lays_every_parameter_out_as_the_driver_reads_it():
+    compiled = _compiled({**SOFTMAX_SIGNATURE, "big": "i64", "scale": "fp32", "flag": "i1"})
+    values = (None, None, 1000, 1024, 1024, 1024, 1024, -(2**40), 0.5, True)
+    packed = launch.pack_launch(compiled, (250,), values, n_tensors=2)
+    header = launch._HEADER.unpack_from(packed)
+    # function, grid x/y/z, 32 threads a warp, shared bytes, 8 parameters + 2 scratch, 2 addresses
+    assert header == (0xF00D, 250, 1, 1, 128, 1024, 10, 2, 0)
+    slots = struct.unpack_from("<10Q", packed, launch._HEADER.size)
+    assert slots[:2] == (0, 0)  # the addresses, filled at each call
+    assert slots[2:5] == (1000, 1024, 1024)  # the constexprs N and BLOCK are compiled in
+    assert struct.pack("<Q", slots[5]) == struct.pack("<q", -(2**40))
+    assert struct.pack("<Q", slots[6])[:4] == struct.pack("<f", 0.5)
+    assert slots[7:] == (1, 0, 0)  # the flag; no global or profile scratch
+    assert len(packed) == launch._HEADER.size + 8 * 10 + 4 * 2
+    assert struct.unpack_from("<2I", packed, launch._HEADER.size + 80) == (0, 1)  # their slots
+
+
+@pytest.mark.parametrize(
+    "signature, values, metadata",
+    [
+        ({**SOFTMAX_SIGNATURE, "scale": "fp16"}, (0,) * 8, {}),  # a 16-bit float: Triton's
+        (SOFTMAX_SIGNATURE, (0,) * 6, {}),  # a parameter missing
+        (SOFTMAX_SIGNATURE, (0,) * 7, {"num_ctas": 2}),  # a cluster
+        (SOFTMAX_SIGNATURE, (0,) * 7, {"launch_pdl": True}),
+        ({"n": "i32", "x_ptr": "*fp16", "y_ptr": "*fp16"}, (0,) * 3, {}),  # pointers not first
+    ],
+)
+def test_a_launch_it_cannot_pack_exactly_stays_with_tritons_launcher(signature, values, metadata):
+    assert launch.pack_launch(_compiled(signature, **metadata), (1,), values, 2) is None
+
+
+@pytest.fixture(scope="module")
+def launch_function():
+    function = launch.direct_launch()
+    if function is None:
+        pytest.skip(f"no C compiler here: {getattr(launch.direct_launch, 'reason', '')}")
+    return function
+
+
+def test_the_launch_function_refuses_a_malformed_call_before_it_reaches_the_driver(
+    launch_function,
+):
+    packed = launch.pack_launch(_compiled(SOFTMAX_SIGNATURE), (4,), (0,) * 7, n_tensors=2)
+    with pytest.raises(TypeError, match="packed: bytes"):
+        launch_function("not bytes", 0, 16, 32)
+    with pytest.raises(ValueError, match="does not match its addresses"):
+        launch_function(packed, 0, 16)  # one address short
+    with pytest.raises(ValueError, match="does not match its addresses"):
+        launch_function(packed[:-1], 0, 16, 32)  # truncated
+    with pytest.raises(OverflowError):
+        launch_function(packed, 0, -16, 32)  # not an address
+    if ctypes.util.find_library("cuda") is None:  # a machine without the driver: one line
+        with pytest.raises(RuntimeError, match="cannot load the CUDA driver"):
+            launch_function(packed, 0, 16, 32)
+
+
+class _PackedReplay:
+    """What ``run_like`` reads of a replay: its device, its packed launch and launch function,
+    the launcher it counts on, and the general path it falls back to."""
+
+    device = -1
+
+    def __init__(self, launched=True):
+        self.packed, self.launcher = b"packed", SimpleNamespace(direct_launches=0)
+        self.calls, self.fallbacks, self.launched = [], [], launched
+
+    def direct(self, *args):
+        self.calls.append(args)
+        return self.launched
+
+    def __call__(self, *tensors):
+        self.fallbacks.append(tensors)
+
+
+def test_run_like_allocates_and_launches_the_filed_replay_in_one_step(replays, monkeypatch):
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7, raising=False)
+    x = torch.zeros((8, 16), dtype=torch.float16)
+    replay = _PackedReplay()
+    replays.file(replay, x)
+    y = replays.run_like(torch.ones((8, 16), dtype=torch.float16))
+    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous()
+    ((packed, stream, x_address, y_address),) = replay.calls
+    assert (packed, stream, y_address) == (b"packed", 7, y.data_ptr())
+    assert replay.launcher.direct_launches == 1 and not replay.fallbacks
+    assert replays.run_like(x.float()) is None and replays.run_like("x") is None
+    assert replays.run_like(torch.nn.Parameter(x)) is None
+    with LaunchCounter():
+        assert replays.run_like(x) is None  # watched: the wrapper's own path
+    assert len(replay.calls) == 1
+
+
+def test_run_like_steps_aside_for_an_unaligned_address_or_a_thread_with_no_context(
+    replays, monkeypatch
+):
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    base = torch.zeros(8 * 16 + 1, dtype=torch.float16)
+    replay = _PackedReplay()
+    replays.file(replay, base[:128].view(8, 16))
+    y = replays.run_like(base[1:].view(8, 16))  # same signature, 2 bytes off
+    assert not replay.calls and len(replay.fallbacks) == 1 and replay.fallbacks[0][1] is y
+    no_context = _PackedReplay(launched=False)  # the launch function made no launch
+    replays.file(no_context, base[:128].view(8, 16))
+    replays.run_like(base[:128].view(8, 16))
+    assert len(no_context.calls) == 1 and len(no_context.fallbacks) == 1
+
+
 @pytest.mark.skipif(not interpreting(), reason="the interpreter's path")
 def test_the_interpreter_always_takes_tritons_path():
     x = torch.randn((4, 64))
@@ -123,6 +245,10 @@ def test_direct_launches_match_tritons_path_bit_for_bit():
         for offset in (0, 1):  # offset 1: the rows do not start on a 16-byte boundary
             x = base[offset : offset + 1024 * 1024].view(1024, 1024)
             first = softmax_module.softmax(x)  # a new key: Triton's path, then filed
+            if offset == 0:
+                assert softmax_module._fwd_replays.find(x).packed is not None, (
+                    f"not packed: {getattr(launch.direct_launch, 'reason', 'pack_launch')}"
+                )
             before = launcher.direct_launches
             again = [softmax_module.softmax(x) for _ in range(3)]
             assert launcher.direct_launches == before + 3, "the fast path was not taken"
@@ -180,3 +306,22 @@ def test_the_backward_replays_only_what_it_did_not_convert():
         torch.testing.assert_close(softmax_module.softmax_bwd(y, wide),
                                    y * (wide - (y * wide).sum(-1, keepdim=True)))  # fmt: skip
     assert replays.find(y, wide) is None
+
+
+@pytest.mark.gpu
+@GPU
+def test_a_thread_with_no_cuda_context_gets_the_same_result_through_tritons_launcher():
+    """The packed launch function launches nothing without a current context (it answers
+    False); the replay then takes Triton's C function, which makes the context current."""
+    import threading
+
+    torch.manual_seed(0)
+    x = torch.randn((128, 512), device="cuda", dtype=torch.float16)
+    first = softmax_module.softmax(x)
+    torch.cuda.synchronize()
+    results = []
+    thread = threading.Thread(target=lambda: results.append(softmax_module.softmax(x)))
+    thread.start()
+    thread.join()
+    torch.cuda.synchronize()
+    assert torch.equal(results[0], first)

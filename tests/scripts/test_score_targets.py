@@ -117,3 +117,16 @@ def test_every_target_is_scored_and_the_targets_live_in_one_place():
         assert "matmul " + "x".join(map(str, shape)) + f" {dtype} >= 1.00x" in text
     assert "host time at 1024x1024" in text
     assert all(line["verdict"] in ("met", "missed") for line in lines), "a target was not found"
+
+
+def test_the_host_cost_verdict_reads_the_runs_own_ratios_where_the_record_has_them():
+    """Each run's ratio cancels that run's host drift; the medians of the rows do not."""
+    def row(wrapper, us, **more):
+        return {"shape": "1024x1024", "wrapper": wrapper, "host_us_per_call": us, **more}
+
+    runs = {"ratio_to_torch_softmax": 1.18, "ratio_to_torch_softmax_runs": [0.89, 1.18, 1.2]}
+    record = {"rows": [row("torch.softmax", 9.0), row("reference softmax", 8.5, **runs)]}
+    line = score_targets._host_line(record)
+    assert line["verdict"] == "missed" and "1.18x; runs 0.89, 1.18, 1.20" in line["measured"]
+    older = {"rows": [row("torch.softmax", 9.0), row("reference softmax", 8.5)]}  # one run
+    assert score_targets._host_line(older)["verdict"] == "met"

@@ -109,7 +109,7 @@ def test_validate_kernels_writes_a_record_that_validates(tmp_path: Path):
      "stream_ceiling.py", "gemm_waves.py", "row_mask_probe.py", "gemm_graph_length.py",
      "gemm_weight_grad.py", "gemm_autotune_pick.py", "streaming_variants.py",
      "streaming_plans.py", "row_sum_code.py", "rmsnorm_evict.py",
-     "store_hint.py"],
+     "store_hint.py", "host_cost_probe.py"],
 )  # fmt: skip
 def test_no_script_writes_its_output_by_hand(script: str):
     """Does every measurement script's --output go through the record writer?"""

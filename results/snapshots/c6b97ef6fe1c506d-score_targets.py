@@ -1,0 +1,297 @@
+"""Score the recorded reports against the course's targets: every target, and where it is missed.
+
+    python scripts/score_targets.py                                   # print the scoreboard
+    python scripts/score_targets.py --check results/h200/target-scores.log   # CI: still true?
+    python scripts/score_targets.py --write results/h200/target-scores.log
+
+No GPU needed: it reads what ``results/h200/`` holds (``--results`` to read another folder)
+and judges it against the targets in ``scripts/_targets.py``, the one place they are
+written. One line per target: what was measured, met or missed, and the file it comes from:
+
+* bandwidth at 16384 x 4096 fp16, warm (``all.json``) and cold (``all-cold.json``);
+* every memory-bound case of the default sweep against the faster of eager and compile;
+* the GEMMs against the better of ``torch.mm`` and torch.compile (``gemm-bf16.json``, whose
+  compile is Inductor's max-autotune; ``all.json`` in fp16, whose compile calls cuBLAS; and the
+  interleaved comparison with max-autotune, ``external-baselines-gemm.json``);
+* the training steps (``training.json``) and Liger-Kernel (``external-baselines-rows.json``);
+* the softmax wrapper's host time (``wrapper-overhead.json``).
+
+Then, for the every-case target, the cases behind, described by facts the report holds:
+
+* ``ranges``: whether the two variants' samples overlap (the reference's fastest sample is
+  no slower than the baseline's slowest). If they do, the sweep's own spread is as large as
+  the difference: the order of the two medians can change from one sweep to the next.
+* ``paired`` and ``rounds slower`` (``learning.report.stats``, which also gives kernel-bench
+  reports their ``paired_vs_eager``): kernel-bench times every variant of a case once a round,
+  back to back in a shuffled order, and appends the samples in round order, so the i-th
+  samples of two variants come from the same round, under the same clocks. ``paired`` is
+  the median over rounds of the baseline's time over the reference's (the ratio without the
+  drift between rounds); ``rounds slower`` counts the rounds in which the reference was the
+  slower of the two, with a two-sided sign test's p (how often a coin would be as lopsided).
+  Samples that overlap can still come from a reference slower in every round: a small
+  difference, but a real one. (Rounds of one visit share its moment, so they are not quite
+  independent coins and the p is a guide: in ``results/h200/streaming-variants.log`` two
+  timings of identical code read p = 0.38 and p = 0.0015 against the same baseline, 0.2%
+  apart. Below about 0.3% a small p is not proof.) A report whose
+  variants hold different numbers of samples (one failed partway) has no pairs: ``-``.
+* ``of ceiling``: the reference's logical bandwidth as a share of the streaming ceiling
+  measured on the H200 (``--ceiling-gbps``, 4350): near 100 % no kernel can be much faster.
+
+The targets themselves are judged on the ratio of medians, as kernel-bench reports it; the
+paired figures describe the misses and are shown next to the GEMM and training-step ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the engine's package sits beside scripts/
+    sys.path.insert(0, str(ROOT))
+
+import _targets as targets  # noqa: E402
+from _records import OneLineParser  # noqa: E402
+
+from learning.report.stats import paired  # noqa: E402  (streaming_variants imports it from here)
+
+RESULTS = "results/h200"
+CEILING_GBPS = 4350.0  # fp16 add, 16384 x 4096, graph replay: the H200's measured ceiling
+BASELINES = ("torch", "compile")
+SIGNIFICANT = 0.01  # a sign test's p below this: the reference was slower round after round
+
+
+def fail(message: str):
+    """One line on stderr, exit 2: how every maintainer script answers bad input."""
+    print(f"score_targets: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
+    """The memory-bound cases behind their best baseline, and how many cases were scored."""
+    behind, scored = [], 0
+    for case in report["cases"]:
+        variants = {v["name"]: v for v in case["variants"] if v.get("median_ms")}
+        baselines = [variants[name] for name in BASELINES if name in variants]
+        if case["op"] == "matmul" or "triton" not in variants or not baselines:
+            continue
+        scored += 1
+        triton, best = variants["triton"], min(baselines, key=lambda v: v["median_ms"])
+        ratio = best["median_ms"] / triton["median_ms"]
+        if ratio >= targets.EVERY_CASE_SPEEDUP:
+            continue
+        gbps = case["logical_bytes"] / (triton["median_ms"] * 1e-3) / 1e9
+        behind.append({
+            "case": f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}",
+            "ratio": ratio, "baseline": best["name"],
+            "overlap": triton["min_ms"] <= best["max_ms"],
+            "of_ceiling": gbps / ceiling_gbps,
+            "triton_us": triton["median_ms"] * 1e3, "best_us": best["median_ms"] * 1e3,
+            "paired": paired(triton, best),
+        })  # fmt: skip
+    return behind, scored
+
+
+def _label(shape) -> str:
+    return "x".join(map(str, shape))
+
+
+def _variants(report: dict, op: str, shape, dtype: str) -> dict:
+    """The named variants of one case of a kernel-bench report ({} if the case is absent)."""
+    for case in report["cases"]:
+        if case["op"] == op and tuple(case["shape"]) == tuple(shape) and case["dtype"] == dtype:
+            return {v["name"]: v | {"bytes": case["logical_bytes"]} for v in case["variants"]
+                    if v.get("median_ms")}  # fmt: skip
+    return {}
+
+
+def _line(target: str, measured: str, met: bool | None, source: str) -> dict:
+    verdict = "-" if met is None else ("met" if met else "missed")
+    return {"target": target, "measured": measured, "verdict": verdict, "from": source}
+
+
+def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
+    """``versus``' median over the reference's against ``goal`` (the faster of ``versus``)."""
+    variants = _variants(report, op, shape, dtype)
+    found = [variants[v] for v in versus if v in variants]
+    if "triton" not in variants or not found:
+        return _line(target, "not in the report", None, name)
+    best = min(found, key=lambda v: v["median_ms"])
+    ratio = best["median_ms"] / variants["triton"]["median_ms"]
+    pairs = paired(variants["triton"], best)
+    measured = f"{ratio:.3f}x" if pairs is None else (
+        f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}, slower in "
+        f"{pairs['slower']} of {pairs['rounds']} rounds)")  # fmt: skip
+    return _line(target, measured, ratio >= goal, name)
+
+
+def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str]]:
+    """Every target's line, and the every-case detail tables."""
+    def load(name: str) -> dict:
+        try:
+            data = json.loads((results / name).read_text())
+        except (OSError, ValueError) as error:
+            fail(f"{results / name}: not readable ({type(error).__name__})")
+        return data.get("data", data)  # a script record keeps its output under "data"
+
+    reports = {name: load(name) for name in ("all.json", "all-cold.json")}
+    lines, details = [], []
+    for op, gbps in targets.BANDWIDTH_GBPS.items():
+        for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
+            triton = _variants(reports[name], op, targets.BANDWIDTH_SHAPE, "float16").get("triton")
+            target = f"{op} {_label(targets.BANDWIDTH_SHAPE)} float16 >= {gbps:.0f} GB/s, {mode}"
+            if triton is None:
+                lines.append(_line(target, "not in the report", None, name))
+                continue
+            measured = triton["bytes"] / (triton["median_ms"] * 1e-3) / 1e9
+            lines.append(_line(target, f"{measured:.0f} GB/s", measured >= gbps, name))
+    for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
+        behind, scored = score(reports[name], ceiling_gbps)
+        overlap = sum(row["overlap"] for row in behind)
+        steady = sum(_significant(row) for row in behind)
+        lines.append(_line(f"every memory-bound case >= the faster of eager and compile, {mode}",
+                           f"{scored - len(behind)} of {scored}; {len(behind)} behind, "
+                           f"{overlap} overlapping, {steady} slower round after round",
+                           not behind, name))  # fmt: skip
+        details.append(_detail(f"{name}: {mode}", behind))
+    gemm_bf16 = load("gemm-bf16.json")
+    for shape, dtype in targets.GEMM_SHAPES:
+        for report, name, dtype_here, versus in (
+            (gemm_bf16, "gemm-bf16.json", "bfloat16", "torch.mm, max-autotune"),
+            (reports["all.json"], "all.json", dtype, "torch.mm, compile"),
+        ):
+            lines.append(_speedup_line(
+                f"matmul {_label(shape)} {dtype_here} >= {targets.GEMM_SPEEDUP:.2f}x {versus}",
+                report, name, "matmul", shape, dtype_here, BASELINES, targets.GEMM_SPEEDUP,
+            ))  # fmt: skip
+    name = "external-baselines-gemm.json"
+    for check in load(name).get("targets", []):
+        target = f"{check['case']} >= {check['target']:.2f}x {check['versus']}"
+        lines.append(_line(target, _ratio(check), check["met"], name))
+    training = load("training.json")
+    for op, goal in targets.TRAINING_SPEEDUP_VS_COMPILE.items():
+        lines.append(_speedup_line(
+            f"{op} {_label(targets.TRAINING_SHAPE)} float16 >= {goal:.2f}x compile", training,
+            "training.json", op, targets.TRAINING_SHAPE, "float16", ("compile",), goal,
+        ))  # fmt: skip
+    goal = targets.MATMUL_TRAIN_SPEEDUP_VS_TORCH
+    for report, name in ((training, "training.json"), (load("gemm-train.json"), "gemm-train.json")):
+        for case in report["cases"]:
+            if case["op"] == "matmul_train":
+                lines.append(_speedup_line(
+                    f"matmul_train {_label(case['shape'])} {case['dtype']} >= {goal:.2f}x torch",
+                    report, name, "matmul_train", case["shape"], case["dtype"], ("torch",), goal,
+                ))  # fmt: skip
+    name = "external-baselines-rows.json"
+    for check in load(name).get("targets", []):
+        if check["versus"] == "liger":
+            target = f"{check['case']} >= {check['target']:.2f}x Liger-Kernel"
+            lines.append(_line(target, _ratio(check), check["met"], name))
+    lines.append(_host_line(load("wrapper-overhead.json")))
+    return lines, details
+
+
+def _ratio(check: dict) -> str:
+    return "not measured" if check.get("ratio") is None else f"{check['ratio']:.3f}x"
+
+
+def _host_line(record: dict) -> dict:
+    shape = _label(targets.HOST_COST_SHAPE)
+    goal = targets.HOST_COST_RATIO
+    target = f"softmax wrapper's host time at {shape} <= {goal:.2f}x torch.softmax"
+    host = {row["wrapper"]: row["host_us_per_call"] for row in record.get("rows", [])
+            if row.get("shape") == shape}  # fmt: skip
+    if "reference softmax" not in host or "torch.softmax" not in host:
+        return _line(target, "not in the record", None, "wrapper-overhead.json")
+    ratio = host["reference softmax"] / host["torch.softmax"]
+    measured = f"{host['reference softmax']:.2f} vs {host['torch.softmax']:.2f} us ({ratio:.2f}x)"
+    return _line(target, measured, ratio <= targets.HOST_COST_RATIO, "wrapper-overhead.json")
+
+
+def _significant(row: dict) -> bool:
+    """Slower round after round: a lopsided sign test, lopsided towards the reference losing
+    (a case behind by its medians can win most rounds; its p is as small)."""
+    pairs = row["paired"]
+    return pairs is not None and pairs["p"] < SIGNIFICANT and 2 * pairs["slower"] > pairs["rounds"]
+
+
+def _detail(title: str, behind: list[dict]) -> str:
+    lines = [f"{title}: the cases behind (slower round after round: sign test p < "
+             f"{SIGNIFICANT})",
+             f"  {'case':34s} {'ratio':>6s} {'vs':8s} {'triton us':>10s} {'best us':>9s} "
+             f"{'ranges':>8s} {'paired':>7s} {'rounds slower':>13s} {'p':>7s} "
+             f"{'of ceiling':>10s}"]  # fmt: skip
+    for row in sorted(behind, key=lambda row: row["ratio"]):
+        pairs = row["paired"]
+        if pairs is None:
+            paired_text = f"{'-':>7s} {'-':>13s} {'-':>7s}"
+        else:
+            slower = f"{pairs['slower']} of {pairs['rounds']}"
+            paired_text = f"{pairs['paired_ratio']:7.3f} {slower:>13s} {pairs['p']:7.4f}"
+        lines.append(
+            f"  {row['case']:34s} {row['ratio']:6.3f} {row['baseline']:8s} "
+            f"{row['triton_us']:10.2f} {row['best_us']:9.2f} "
+            f"{'overlap' if row['overlap'] else 'apart':>8s} {paired_text} "
+            f"{row['of_ceiling']:10.0%}"
+        )
+    return "\n".join(lines)
+
+
+def render(results: Path, label: str, ceiling_gbps: float) -> str:
+    try:
+        lines, details = scoreboard(results, ceiling_gbps)
+    except (KeyError, TypeError, AttributeError, ZeroDivisionError) as error:
+        fail(f"{label}: a report there is not shaped as expected ({type(error).__name__}: "
+             f"{error})")  # fmt: skip
+    width = max(len(line["target"]) for line in lines)
+    measured = max(len(line["measured"]) for line in lines)
+    met = sum(line["verdict"] == "met" for line in lines)
+    text = [f"{met} of {len(lines)} checks met ({label}, streaming ceiling "
+            f"{ceiling_gbps:.0f} GB/s); a target checked in several files has a line for each",
+            ""]  # fmt: skip
+    text.append(f"{'target':{width}s}  {'measured':{measured}s}  {'verdict':7s}  from")
+    for line in lines:
+        text.append(f"{line['target']:{width}s}  {line['measured']:{measured}s}  "
+                    f"{line['verdict']:7s}  {line['from']}")  # fmt: skip
+    return "\n".join([*text, "", *(f"{detail}\n" for detail in details)])
+
+
+def main(argv=None) -> int:
+    parser = OneLineParser(prog="score_targets", description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default=RESULTS,
+                        help="the folder of recorded reports (default results/h200)")  # fmt: skip
+    parser.add_argument("--ceiling-gbps", type=float, default=CEILING_GBPS)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", metavar="FILE", help="write the scores to FILE")
+    mode.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from the scores")
+    args = parser.parse_args(argv)
+    results = ROOT / args.results
+    if not results.is_dir():
+        fail(f"{args.results} is not a folder")
+    text = render(results, args.results, args.ceiling_gbps)
+    if args.write:
+        target = ROOT / args.write
+        if not target.parent.is_dir():
+            fail(f"{target.parent} is not a folder")
+        partial = target.with_suffix(target.suffix + ".partial")
+        partial.write_text(text)
+        partial.replace(target)  # whole or not at all
+        print(f"score_targets: wrote {args.write}")
+    elif args.check:
+        try:
+            recorded = (ROOT / args.check).read_text()
+        except OSError as error:
+            fail(f"{args.check}: {error.strerror}")
+        if recorded != text:
+            print(f"score_targets: {args.check} is stale: run scripts/score_targets.py --write "
+                  f"{args.check}")  # fmt: skip
+            return 1
+        print(f"score_targets: {args.check} is up to date")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
