@@ -189,6 +189,7 @@ PyMODINIT_FUNC PyInit_workshop_launch(void) { return PyModule_Create(&module); }
 """
 
 _HEADER = struct.Struct("<Q8I")  # the C Header: function, grid x/y/z, block, shared, counts
+_MAX_PARAMS = 64  # the C source's MAX_PARAMS: a kernel with more keeps Triton's launcher
 _SCALARS = {  # Triton's scalar types -> struct codes, as the kernel parameter is laid out
     "i1": "b", "i8": "b", "i16": "h", "i32": "i", "i64": "q",
     "u1": "B", "u8": "B", "u16": "H", "u32": "I", "u64": "Q", "fp32": "f",
@@ -220,22 +221,27 @@ def pack_launch(compiled, grid: tuple, values: tuple, n_tensors: int) -> bytes |
             or getattr(metadata, "launch_pdl", 0)):  # fmt: skip
         return None
     slots, pointers = [], []
-    for index, (kind, value) in enumerate(zip(signature.values(), values, strict=True)):
-        if kind == "constexpr":  # compiled in, not passed
-            continue
-        if isinstance(kind, str) and kind.startswith("*") and index < n_tensors:
-            pointers.append(len(slots))
-            slots.append(bytes(8))
-        elif kind in _SCALARS and not isinstance(value, torch.Tensor):
-            slots.append(struct.pack("<" + _SCALARS[kind], value).ljust(8, b"\0"))
-        else:  # a float of another width, a tensor descriptor, a tuple: Triton's launcher
-            return None
-    if len(pointers) != n_tensors:
+    try:
+        for index, (kind, value) in enumerate(zip(signature.values(), values, strict=True)):
+            if kind == "constexpr":  # compiled in, not passed
+                continue
+            if isinstance(kind, str) and kind.startswith("*") and index < n_tensors:
+                pointers.append(len(slots))
+                slots.append(bytes(8))
+            elif kind in _SCALARS and not isinstance(value, torch.Tensor):
+                slots.append(struct.pack("<" + _SCALARS[kind], value).ljust(8, b"\0"))
+            else:  # a float of another width, a tensor descriptor, a tuple: Triton's launcher
+                return None
+        slots += [bytes(8)] * 2  # the global and profile scratch pointers Triton appends (none)
+        grid_xyz = (*grid, 1, 1)[:3]
+        header = _HEADER.pack(compiled.function, *grid_xyz, 32 * metadata.num_warps,
+                              metadata.shared, len(slots), len(pointers), 0)  # fmt: skip
+    except (struct.error, OverflowError, TypeError):
+        # a value its C type cannot hold (an fp32 beyond 3.4e38, which Triton's launcher
+        # passes as inf): Triton's launcher then, which does what it always did
         return None
-    slots += [bytes(8)] * 2  # the global and profile scratch pointers Triton appends (none)
-    grid_xyz = (*grid, 1, 1)[:3]
-    header = _HEADER.pack(compiled.function, *grid_xyz, 32 * metadata.num_warps,
-                          metadata.shared, len(slots), len(pointers), 0)  # fmt: skip
+    if len(pointers) != n_tensors or len(slots) > _MAX_PARAMS:
+        return None
     return header + b"".join(slots) + struct.pack(f"<{len(pointers)}I", *pointers)
 
 

@@ -143,10 +143,17 @@ def test_a_packed_launch_lays_every_parameter_out_as_the_driver_reads_it():
         (SOFTMAX_SIGNATURE, (0,) * 7, {"num_ctas": 2}),  # a cluster
         (SOFTMAX_SIGNATURE, (0,) * 7, {"launch_pdl": True}),
         ({"n": "i32", "x_ptr": "*fp16", "y_ptr": "*fp16"}, (0,) * 3, {}),  # pointers not first
+        ({**SOFTMAX_SIGNATURE, "scale": "fp32"}, (0,) * 7 + (1e39,), {}),  # no fp32 holds it
+        ({**SOFTMAX_SIGNATURE, **{f"i{k}": "i32" for k in range(60)}}, (0,) * 67, {}),  # > 64
     ],
 )
 def test_a_launch_it_cannot_pack_exactly_stays_with_tritons_launcher(signature, values, metadata):
     assert launch.pack_launch(_compiled(signature, **metadata), (1,), values, 2) is None
+
+
+def test_the_packed_launchs_limits_are_the_c_functions():
+    assert f"MAX_PARAMS = {launch._MAX_PARAMS}" in launch._C_SOURCE
+    assert launch._HEADER.size == 40  # uint64 + 8 x uint32, no padding: the C Header
 
 
 @pytest.fixture(scope="module")
