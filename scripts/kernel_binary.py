@@ -3,6 +3,7 @@
     python scripts/kernel_binary.py --op softmax --shape 16384x4096 --dtype float16
     python scripts/kernel_binary.py --op sum --shape 4096x32768 --dtype float32 --yours
     python scripts/kernel_binary.py --op add --shape 1024x1024 --dtype float16 --listing
+    python scripts/kernel_binary.py --op softmax --shape 1024x1024 --dtype float16 --packed
 
 Triton ships the compiler that turns a kernel into the H200's machine code (``ptxas``, for
 sm_90) and the tool that prints it (``cuobjdump``), and neither needs a GPU. This script runs
@@ -14,7 +15,11 @@ wrapper chose). It prints the launch (kernel, grid, the compile-time values), th
 thread and the shared memory a program, how many programs the registers leave room for on an
 SM (the figure Nsight Compute calls ``launch__occupancy_limit_registers``) and what share of
 the SM's warps that keeps, and the instructions of the binary by kind. ``--listing`` prints
-the machine code itself.
+the machine code itself. ``--packed`` prints what a replay of that launch hands the driver
+(``reference/kernels/launch.py``: ``pack_launch``, lesson 14; the softmax wrappers replay
+theirs, the others launch through Triton each time): the grid, the block, the shared memory,
+and each kernel parameter's 8-byte slot, in the order ``cuLaunchKernel`` reads them, with the
+tensors' addresses left to the call; or why Triton's launcher would keep that launch.
 
 For the row ops and the add: a GEMM chooses its configuration by timing candidates on the GPU
 (``triton.autotune``), so there is no launch to read here before that, and the backward
@@ -57,10 +62,11 @@ KINDS = {"LDG": "global loads", "STG": "global stores", "LDS": "shared loads",
 class Launched(Exception):
     """Raised at the wrapper's first launch, carrying what it would have launched."""
 
-    def __init__(self, kernel, grid, compiled, constexprs, options):
+    def __init__(self, kernel, grid, compiled, constexprs, options, arguments=()):
         super().__init__(kernel.__name__)
         self.kernel, self.grid, self.compiled = kernel, grid, compiled
         self.constexprs, self.options = constexprs, options
+        self.arguments = arguments  # every parameter's value, in the kernel's order
 
 
 def capture_launch(function, args: tuple) -> Launched:
@@ -85,7 +91,7 @@ def capture_launch(function, args: tuple) -> Launched:
         compiled = triton.compile(source, target=target, options=options.__dict__)
         names = {(p.num,): p.name for p in kernel.params}
         values = {names.get(path, str(path)): value for path, value in constexprs.items()}
-        raise Launched(kernel, grid, compiled, values, options)
+        raise Launched(kernel, grid, compiled, values, options, tuple(bound.values()))
 
     from learning import runtime
 
@@ -152,6 +158,46 @@ def describe(launched: Launched) -> dict:
             "instructions": len(opcodes), "kinds": dict(kinds.most_common())}  # fmt: skip
 
 
+def packed_slots(launched: Launched) -> list[str] | str:
+    """What a replay of this launch passes the driver, slot by slot (the packed launch of
+    ``reference.kernels.launch.pack_launch``), or why Triton's launcher keeps it. The function
+    handle is the one thing a CPU cannot know: it exists once the binary is loaded on a GPU."""
+    import struct
+    from types import SimpleNamespace
+
+    import torch
+
+    from reference.kernels import launch
+
+    compiled, arguments = launched.compiled, launched.arguments
+    tensors = 0
+    while tensors < len(arguments) and isinstance(arguments[tensors], torch.Tensor):
+        tensors += 1
+    stand_in = SimpleNamespace(src=compiled.src, metadata=compiled.metadata, function=0)
+    packed = launch.pack_launch(stand_in, tuple(launched.grid), arguments, tensors)
+    if packed is None:
+        return "not packable: Triton's own launcher keeps this launch"
+    _, grid_x, grid_y, grid_z, block, shared, n_slots, n_addresses, _ = (
+        launch._HEADER.unpack_from(packed))  # fmt: skip
+    slots = struct.unpack_from(f"<{n_slots}Q", packed, launch._HEADER.size)
+    filled = struct.unpack_from(f"<{n_addresses}I", packed, launch._HEADER.size + 8 * n_slots)
+    passed = [(name, kind) for name, kind in zip(launched.kernel.arg_names,
+                                                 compiled.src.signature.values(), strict=True)
+              if kind != "constexpr"]  # fmt: skip
+    passed += [("(global scratch)", "*i8"), ("(profile scratch)", "*i8")]
+    lines = [f"grid ({grid_x}, {grid_y}, {grid_z}), block {block} threads, {shared} bytes of "
+             f"shared memory, {n_slots} parameters, {len(packed)} bytes packed"]  # fmt: skip
+    for index, ((name, kind), value) in enumerate(zip(passed, slots, strict=True)):
+        if index in filled:
+            shown = f"the address of tensor {filled.index(index)}, given at each call"
+        elif kind.startswith("*"):
+            shown = "0 (none)"
+        else:
+            shown = f"{value:#018x}  ({kind})"
+        lines.append(f"slot {index:2d}: {name:20s} {shown}")
+    return lines
+
+
 def print_description(info: dict, label: str) -> None:
     values = ", ".join(f"{name}={value}" for name, value in info["constexprs"].items())
     print(f"{label}: {info['kernel']}, grid {info['grid']}, {info['num_warps']} warps "
@@ -175,6 +221,8 @@ def main(argv=None) -> int:
     parser.add_argument("--yours", action="store_true",
                         help="your kernel (exercises/), not the reference")
     parser.add_argument("--listing", action="store_true", help="print the machine code too")
+    parser.add_argument("--packed", action="store_true",
+                        help="print what a replay of the launch hands the driver (lesson 14)")
     args = parser.parse_args(argv)
     spec = ops.get(args.op)
     try:
@@ -200,6 +248,9 @@ def main(argv=None) -> int:
                          f"for sm_90: {reason}") from None  # fmt: skip
     info = describe(launched)
     print_description(info, f"{implementation} {args.op} {spec.shape_label(shape)} {args.dtype}")
+    if args.packed:
+        slots = packed_slots(launched)
+        print("  packed launch: " + (slots if isinstance(slots, str) else "\n    ".join(slots)))
     if args.listing:
         print(cuobjdump(launched.compiled.asm["cubin"], "-sass"))
     return 0

@@ -82,3 +82,24 @@ def test_bad_arguments_stop_in_one_line(args):
     done = _run(*args)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len((done.stdout + done.stderr).strip().splitlines()) == 1
+
+
+def test_the_packed_launch_is_what_the_softmax_replay_passes_the_driver():
+    """The softmax forward at 1024 x 1024 fp16: the plan's grid and block, the two tensors'
+    addresses left to the call, the three integers as their i32 slots, no constexpr among
+    them, and the two scratch pointers Triton appends; an op whose kernel takes a float says
+    which slot holds it (RMSNorm's eps, fp32)."""
+    done = _run("--op", "softmax", "--shape", "1024x1024", "--dtype", "float16", "--packed")
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = done.stdout
+    assert "packed launch: grid (512, 1, 1), block 128 threads" in text and "7 parameters" in text
+    assert "slot  0: x_ptr                the address of tensor 0" in text
+    assert "slot  1: y_ptr                the address of tensor 1" in text
+    for slot, name in ((2, "n_rows"), (3, "x_row_stride"), (4, "y_row_stride")):
+        assert f"slot  {slot}: {name:20s} 0x0000000000000400  (i32)" in text, text
+    assert "slot  5: (global scratch)" in text and "slot  6: (profile scratch)" in text
+    assert "BLOCK" not in text.split("packed launch:")[1]  # compiled in, never passed
+    rmsnorm = _run("--op", "rmsnorm", "--shape", "1823x781", "--dtype", "float32", "--packed")
+    assert rmsnorm.returncode == 0, rmsnorm.stderr[-2000:]
+    eps = next(line for line in rmsnorm.stdout.splitlines() if ": eps" in line)
+    assert eps.endswith("(fp32)") and "0x00000000358637bd" in eps  # 1e-6 as an fp32's bits
