@@ -10,10 +10,12 @@ This probe times whole repeat-call paths against each other, interleaved the sam
 (``_gpu_timing.interleaved_host_us``), in several seeded runs, so that what a change saves is
 read as the difference of two complete paths and not from a row of parts:
 
-* ``torch.softmax``; the reference ``softmax`` as it is (``Replays.run_like`` and the packed
-  launch function); the same lookup with Triton's C launch function instead; the repeat call
-  as it was one round back (``Replays.find``, ``torch.empty_like``, ``Replay.__call__``
-  through Triton's C function, rebuilt here);
+* ``torch.softmax``; the reference ``softmax`` as it is (its repeat call whole in C:
+  ``Replays.repeat``, which tries the last signature's guard first); the C repeat without
+  the guard (the signature looked up on every call); the repeat call as it was one round back
+  (``Replays.run_like`` in Python, the packed launch function); the same with Triton's C
+  launch function instead; and two rounds back (``Replays.find``, ``torch.empty_like``,
+  ``Replay.__call__`` through Triton's C function, rebuilt here);
 * the floor for a Python wrapper: ``torch.empty_like`` and the packed launch, no lookup; the
   same with a launch function that keeps the GIL (``torch.empty_like`` releases it too, so a
   call releases it twice where ``torch.softmax`` releases it once); the packed launch with a
@@ -76,8 +78,21 @@ def paths(x: torch.Tensor) -> dict[str, object]:
     tritons.direct = tritons.packed = None
     tritons_replays = launch.Replays()
     tritons_replays.file(tritons, x)
+    python_replays = launch.Replays()  # not like=True: no C repeat, run_like's Python alone
+    python_replays.file(replay, x)
+    unguarded = launch.Replays(like=True)  # the C repeat with no guard: the lookup every call
+    guard, launch._guard = launch._guard, lambda tensor: None
+    try:
+        unguarded.file(replay, x)
+    finally:
+        launch._guard = guard
 
-    def one_round_back():  # softmax_fwd's repeat call before run_like
+    def one_round_back():  # the public softmax one round back: run_like in Python
+        if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
+            raise AssertionError("x requires grad")
+        return python_replays.run_like(x)
+
+    def two_rounds_back():  # softmax_fwd's repeat call before run_like
         found = softmax._fwd_replays.find(x)
         y = torch.empty_like(x)
         found.launch(stream_of(device), *found.middle, x.data_ptr(), y.data_ptr(), *found.tail)
@@ -100,9 +115,11 @@ def paths(x: torch.Tensor) -> dict[str, object]:
 
     return {
         "torch.softmax": functools.partial(torch.softmax, x, dim=-1),
-        "reference softmax (run_like, packed)": functools.partial(softmax.softmax, x),
-        "run_like, Triton's C function": functools.partial(tritons_replays.run_like, x),
-        "one round back (find, Replay, Triton's C)": one_round_back,
+        "reference softmax (C repeat, guard)": functools.partial(softmax.softmax, x),
+        "C repeat, lookup alone (no guard)": functools.partial(unguarded.repeat, x),
+        "one round back (run_like in Python, packed)": one_round_back,
+        "run_like in Python, Triton's C function": functools.partial(tritons_replays.run_like, x),
+        "two rounds back (find, Replay, Triton's C)": two_rounds_back,
         "empty_like + packed launch (floor)": floor,
         "empty_like + packed, GIL kept": floor_gil_kept,
         "find + packed launch, no allocation": no_allocation,

@@ -26,9 +26,10 @@ check of every pointer, the driver's launch), and that function given the pointe
 integers (no driver check). Three more take the reference wrapper's repeat-call path apart:
 ``softmax_fwd`` with its plan passed in (no replay: every check and the launcher's key on
 every call), the lookup of the replay alone (``Replays.find``), and the allocation plus the
-replay without the lookup; then ``Replays.run_like`` (what a repeat call of ``softmax`` runs:
-the lookup, the allocation and the launch in one frame) and the packed launch function it
-calls, alone (``reference.kernels.launch``: the launch's constant arguments packed once,
+replay without the lookup; then ``Replays.run_like`` (its C repeat, called from a Python
+frame) and ``Replays.repeat`` (what a repeat call of ``softmax`` runs: the guard or the
+lookup, the allocation and the launch, whole in C) and the packed launch function, alone
+(``reference.kernels.launch``: the launch's constant arguments packed once,
 two addresses a call, the driver's ``cuLaunchKernel``). Two more launch the same binary
 through the C++ launcher that Inductor uses for its own Triton kernels (a private PyTorch API,
 measured, not used): alone, and with the wrapper's checks, plan and allocation in front of
@@ -145,7 +146,8 @@ def parts(x: torch.Tensor) -> list[tuple[str, object]]:
         ("softmax_fwd, plan given (no replay)", lambda: softmax.softmax_fwd(x, plan)),
         ("Replays.find(x)", lambda: softmax._fwd_replays.find(x)),
         ("empty_like + Replay (no find)", replay_only),
-        ("Replays.run_like(x) (find, alloc, launch)", lambda: softmax._fwd_replays.run_like(x)),
+        ("Replays.run_like(x) (C repeat + a frame)", lambda: softmax._fwd_replays.run_like(x)),
+        ("Replays.repeat(x) (whole in C)", lambda: softmax._fwd_replays.repeat(x)),
     ]
     if replay.direct is not None:
         rows.append(("the packed launch function alone", packed_launch))

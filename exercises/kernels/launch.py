@@ -59,13 +59,25 @@ own (``_C_SOURCE``: ``launch(packed, stream, *addresses)``, ``METH_FASTCALL``, t
 and with the compiler Triton builds its launchers (nothing to build at install time). A
 launch it cannot pack exactly (a float or tensor-descriptor argument, a cluster, a
 cooperative or PDL launch) keeps Triton's C function; so does a thread with no CUDA context
-current, where Triton's function would make one. ``Replays.run_like`` is the repeat call of a
-one-input wrapper whose output is ``torch.empty_like`` of its input, in one Python frame:
-the signature lookup, the allocation and that launch, with no call into the wrapper's body.
-What is left is the floor for a wrapper written in Python, one allocation
-(``torch.empty_like``, from Python) and the launch, plus the lookup; ``torch.softmax`` does
-all three in C++. ``scripts/host_cost_probe.py`` times these paths whole against each other
-(``results/h200/host-cost-probe.log``).
+current, where Triton's function would make one.
+
+A one-input wrapper whose output is ``torch.empty_like`` of its input
+(``Replays(like=True)``) makes its repeat call whole in C: ``Replays.repeat``, the module's
+``repeat`` bound to the Replays' state. In Python, even with no frame but the wrapper's, the
+lookup's four tensor attribute reads, the tuple, its hash, the hooks test, two addresses,
+the allocation and the launch are a dozen calls with bytecode between them; in C the same
+calls through Python's C API cost the calls alone, and the signature is tested first with
+torch's own guard of a compiled graph's tensor input (``TensorGuards.check``: dtype, device,
+requires_grad, sizes, strides and dispatch keys, read in C++ at once) for the signature the
+last call found, with the lookup only when that guard fails. On this course's CPU machine
+(CPU tensors, a stand-in driver) that path costs 1.12 us where ``run_like`` in Python costs
+1.86, and 0.59 of it is ``torch.empty_like``. ``Replays.run_like`` calls it first and keeps
+the same steps in Python for what it leaves (a replay with no packed launch, a thread with no
+CUDA context). What is left is the floor for a wrapper with no C++ of its own: the
+allocation, called through Python's C API, the attribute reads the guard does not cover (two
+addresses, the stream) and the launch; ``torch.softmax`` does the allocation and the launch
+in C++ with no Python object between. ``scripts/host_cost_probe.py`` times these paths whole
+against each other (``results/h200/host-cost-probe.log``).
 
 An earlier version of this launcher measured no faster than ``kernel[grid]`` (14.8 against
 14.1 us, ``wrapper-overhead-launcher.log``) and was removed. It never took its fast path: it
@@ -84,6 +96,7 @@ from functools import partial
 import torch
 from triton import knobs
 from triton._C.libtriton import native_specialize_impl
+from triton.knobs import HookChain
 from triton.runtime.jit import JITFunction
 
 _TRITONS_RUN = JITFunction.run  # Triton's own launch path, to tell when someone wraps it
@@ -115,7 +128,45 @@ typedef struct {
 
 enum { MAX_PARAMS = 64 };
 
+#ifdef WORKSHOP_STAND_IN_DRIVER
+/* The tests' driver (a CPU has none): one context, and each launch recorded, not made. */
+static uint64_t recorded[7], recorded_params[MAX_PARAMS];
+static uint32_t n_recorded;
+static int stand_in_context(void **context) {
+  *context = (void *)0x600d;
+  return 0;
+}
+static int stand_in_error(int status, const char **reason) {
+  *reason = "stand-in";
+  return 0;
+}
+static int stand_in_launch(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned shared, void *stream,
+                           void **params, void **extra) {
+  uint64_t fields[7] = {(uintptr_t)function, gx, gy, gz, bx, shared, (uintptr_t)stream};
+  memcpy(recorded, fields, sizeof fields);
+  for (n_recorded = 0; n_recorded < MAX_PARAMS && params[n_recorded]; ++n_recorded)
+    recorded_params[n_recorded] = *(uint64_t *)params[n_recorded];
+  return 0;
+}
+/* last_launch() -> (function, grid, block, shared, stream, params) of the last launch */
+static PyObject *last_launch(PyObject *self, PyObject *unused) {
+  PyObject *params = PyTuple_New(n_recorded);
+  if (params == NULL) return NULL;
+  for (uint32_t i = 0; i < n_recorded; ++i)
+    PyTuple_SET_ITEM(params, i, PyLong_FromUnsignedLongLong(recorded_params[i]));
+  return Py_BuildValue("(K(KKK)KKKN)", recorded[0], recorded[1], recorded[2], recorded[3],
+                       recorded[4], recorded[5], recorded[6], params);
+}
+#endif
+
 static int load_driver(void) {
+#ifdef WORKSHOP_STAND_IN_DRIVER
+  get_context = stand_in_context;
+  error_string = stand_in_error;
+  launch_kernel = stand_in_launch;
+  return 1;
+#endif
   void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (driver == NULL) {
     PyErr_Format(PyExc_RuntimeError, "cannot load the CUDA driver: %s", dlerror());
@@ -132,23 +183,20 @@ static int load_driver(void) {
   return 1;
 }
 
-/* launch(packed, stream, *addresses) -> True once launched, False with no CUDA context
-   current on this thread (the caller then goes through Triton's launcher, which makes one). */
-static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* Launch `packed` on `stream` with these addresses in its pointer slots: 1 once launched,
+   0 with no CUDA context current on this thread, -1 with an exception set. */
+static int launch_packed(PyObject *packed_object, void *stream, const uint64_t *addresses,
+                         Py_ssize_t n_addresses) {
   Header header;
   uint64_t values[MAX_PARAMS];
-  void *params[MAX_PARAMS];
+  void *params[MAX_PARAMS + 1];
   void *context = NULL;
   int status;
-  if (nargs < 2 || !PyBytes_CheckExact(args[0])) {
-    PyErr_SetString(PyExc_TypeError, "launch(packed: bytes, stream: int, *addresses: int)");
-    return NULL;
-  }
-  const char *packed = PyBytes_AS_STRING(args[0]);
-  Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+  const char *packed = PyBytes_AS_STRING(packed_object);
+  Py_ssize_t size = PyBytes_GET_SIZE(packed_object);
   if (size < (Py_ssize_t)sizeof header) goto malformed;
   memcpy(&header, packed, sizeof header);
-  if (header.n_params > MAX_PARAMS || (Py_ssize_t)header.n_pointers != nargs - 2 ||
+  if (header.n_params > MAX_PARAMS || (Py_ssize_t)header.n_pointers != n_addresses ||
       size != (Py_ssize_t)(sizeof header + 8 * header.n_params + 4 * header.n_pointers))
     goto malformed;
   memcpy(values, packed + sizeof header, 8 * (size_t)header.n_params);
@@ -156,15 +204,13 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     uint32_t slot;
     memcpy(&slot, packed + sizeof header + 8 * header.n_params + 4 * k, 4);
     if (slot >= header.n_params) goto malformed;
-    values[slot] = PyLong_AsUnsignedLongLong(args[2 + k]);
-    if (values[slot] == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    values[slot] = addresses[k];
   }
-  void *stream = PyLong_AsVoidPtr(args[1]);
-  if (stream == NULL && PyErr_Occurred()) return NULL;
-  if (launch_kernel == NULL && !load_driver()) return NULL;
-  if (get_context(&context) != 0 || context == NULL) Py_RETURN_FALSE;
-  if ((uint64_t)header.grid[0] * header.grid[1] * header.grid[2] == 0) Py_RETURN_TRUE;
+  if (launch_kernel == NULL && !load_driver()) return -1;
+  if (get_context(&context) != 0 || context == NULL) return 0;
+  if ((uint64_t)header.grid[0] * header.grid[1] * header.grid[2] == 0) return 1;
   for (uint32_t i = 0; i < header.n_params; ++i) params[i] = &values[i];
+  params[header.n_params] = NULL;
   Py_BEGIN_ALLOW_THREADS
   status = launch_kernel((void *)(uintptr_t)header.function, header.grid[0], header.grid[1],
                          header.grid[2], header.block, 1, 1, header.shared, stream, params, NULL);
@@ -174,22 +220,223 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     error_string(status, &reason);
     PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel failed: %s (CUDA error %d)",
                  reason ? reason : "unknown", status);
-    return NULL;
+    return -1;
   }
-  Py_RETURN_TRUE;
+  return 1;
 malformed:
   PyErr_SetString(PyExc_ValueError, "launch: the packed launch does not match its addresses");
+  return -1;
+}
+
+/* launch(packed, stream, *addresses) -> True once launched, False with no CUDA context
+   current on this thread (the caller then goes through Triton's launcher, which makes one). */
+static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  uint64_t addresses[MAX_PARAMS];
+  if (nargs < 2 || !PyBytes_CheckExact(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "launch(packed: bytes, stream: int, *addresses: int)");
+    return NULL;
+  }
+  if (nargs - 2 > MAX_PARAMS) {
+    PyErr_SetString(PyExc_ValueError, "launch: the packed launch does not match its addresses");
+    return NULL;
+  }
+  for (Py_ssize_t k = 0; k < nargs - 2; ++k) {
+    addresses[k] = PyLong_AsUnsignedLongLong(args[2 + k]);
+    if (addresses[k] == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+  }
+  void *stream = PyLong_AsVoidPtr(args[1]);
+  if (stream == NULL && PyErr_Occurred()) return NULL;
+  int launched = launch_packed(args[0], stream, addresses, nargs - 2);
+  if (launched < 0) return NULL;
+  return PyBool_FromLong(launched);
+}
+
+/* context() -> the CUDA context current on this thread as an integer (0: none). */
+static PyObject *context(PyObject *self, PyObject *unused) {
+  void *current = NULL;
+  if (launch_kernel == NULL && !load_driver()) return NULL;
+  if (get_context(&current) != 0) current = NULL;
+  return PyLong_FromVoidPtr(current);
+}
+
+/* The repeat call of a one-input wrapper whose output is torch.empty_like(x), bound to the
+   state its Replays keeps (a list, read here by index): */
+enum {
+  COUNT,       /* the calls this function launched (an int it replaces) */
+  ENTRIES,     /* (x.dtype, x.get_device(), x.shape, x.stride()) ->
+                  (packed, context, device, check): check(x) is True for x of that signature
+                  (torch's compiled-graph guard), or None */
+  LAST,        /* the entry the last call found, whose check is tried first; or None */
+  TENSOR,      /* torch.Tensor: a subclass may override anything, so it steps aside */
+  EMPTY_LIKE,  /* torch.empty_like */
+  STREAM,      /* torch._C._cuda_getCurrentRawStream */
+  GRAD_MODE,   /* torch.is_grad_enabled */
+  JIT,         /* triton's JITFunction, and */
+  RUN,         /* its own run: another there means something counts launches */
+  RUNTIME,     /* triton.knobs.runtime, whose launch hooks must be */
+  CHAIN,       /* HookChain objects with no hook in them */
+  STATE_SIZE
+};
+#define STATE(index) PyList_GET_ITEM(state, index)
+
+static PyObject *s_requires_grad, *s_run, *s_enter, *s_exit, *s_calls, *s_dtype, *s_shape,
+    *s_get_device, *s_stride, *s_data_ptr;
+
+/* 1: a HookChain with no hook; 0: anything else (a hook, or a knob replaced). Steals hook. */
+static int quiet(PyObject *hook, PyObject *chain) {
+  int result = 0;
+  if (hook == NULL) return 0;
+  if ((PyObject *)Py_TYPE(hook) == chain) {
+    PyObject *calls = PyObject_GetAttr(hook, s_calls);
+    result = calls != NULL && PyList_CheckExact(calls) && PyList_GET_SIZE(calls) == 0;
+    Py_XDECREF(calls);
+  }
+  Py_DECREF(hook);
+  return result;
+}
+
+static int address_of(PyObject *tensor, uint64_t *address) {
+  PyObject *pointer = PyObject_CallMethodNoArgs(tensor, s_data_ptr);
+  if (pointer == NULL) return 0;
+  *address = PyLong_AsUnsignedLongLong(pointer);
+  Py_DECREF(pointer);
+  return !(*address == (uint64_t)-1 && PyErr_Occurred());
+}
+
+/* repeat(x) -> y, launched, or None where the wrapper's own path must run: a new signature,
+   not a plain tensor, autograd recording, a launch watched, another context current, an
+   address the binary was not compiled for. Whatever fails while it only looks is left to
+   that path to report; an allocation or a launch that fails raises here. */
+static PyObject *repeat(PyObject *state, PyObject *x) {
+  PyObject *item, *key, *entry, *y = NULL, *stream_object;
+  uint64_t addresses[2];
+  void *current = NULL, *stream;
+  int flag, launched;
+  if (!PyList_CheckExact(state) || PyList_GET_SIZE(state) != STATE_SIZE) {
+    PyErr_SetString(PyExc_TypeError, "repeat: its state is not a Replays' state");
+    return NULL;
+  }
+  if ((PyObject *)Py_TYPE(x) != STATE(TENSOR)) Py_RETURN_NONE;
+  item = PyObject_GetAttr(STATE(JIT), s_run);
+  if (item == NULL) goto step_aside;
+  flag = item == STATE(RUN);
+  Py_DECREF(item);
+  if (!flag || !quiet(PyObject_GetAttr(STATE(RUNTIME), s_enter), STATE(CHAIN)) ||
+      !quiet(PyObject_GetAttr(STATE(RUNTIME), s_exit), STATE(CHAIN)))
+    goto step_aside;
+  /* the last signature's guard first: dtype, device, requires_grad (filed False), sizes,
+     strides and dispatch keys, read in C++ at once; then the lookup the guard stands for */
+  entry = STATE(LAST);
+  flag = 0;
+  if (entry != Py_None && PyTuple_GET_ITEM(entry, 3) != Py_None) {
+    item = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 3), x);
+    if (item == NULL) goto step_aside;
+    flag = item == Py_True;
+    Py_DECREF(item);
+  }
+  if (!flag) {
+    item = PyObject_GetAttr(x, s_requires_grad);
+    if (item == NULL) goto step_aside;
+    flag = item == Py_True;
+    Py_DECREF(item);
+    if (flag) {
+      item = PyObject_CallNoArgs(STATE(GRAD_MODE));
+      if (item == NULL) goto step_aside;
+      flag = item == Py_True;
+      Py_DECREF(item);
+      if (flag) Py_RETURN_NONE;
+    }
+    key = PyTuple_New(4);
+    if (key == NULL) return NULL;
+    PyTuple_SET_ITEM(key, 0, PyObject_GetAttr(x, s_dtype));
+    PyTuple_SET_ITEM(key, 1, PyObject_CallMethodNoArgs(x, s_get_device));
+    PyTuple_SET_ITEM(key, 2, PyObject_GetAttr(x, s_shape));
+    PyTuple_SET_ITEM(key, 3, PyObject_CallMethodNoArgs(x, s_stride));
+    for (int i = 0; i < 4; ++i)
+      if (PyTuple_GET_ITEM(key, i) == NULL) {
+        Py_DECREF(key);
+        goto step_aside;
+      }
+    entry = PyDict_GetItemWithError(STATE(ENTRIES), key);
+    Py_DECREF(key);
+    if (entry == NULL) goto step_aside;
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4 ||
+        !PyBytes_CheckExact(PyTuple_GET_ITEM(entry, 0))) {
+      PyErr_SetString(PyExc_TypeError,
+                      "repeat: an entry is not (packed, context, device, check)");
+      return NULL;
+    }
+    Py_INCREF(entry);
+    if (PyList_SetItem(state, LAST, entry) < 0) return NULL; /* took the reference */
+  }
+  Py_INCREF(entry); /* held: the allocation may run Python that files or clears entries */
+  if (launch_kernel == NULL && !load_driver()) goto release;
+  if (get_context(&current) != 0 || current == NULL ||
+      current != PyLong_AsVoidPtr(PyTuple_GET_ITEM(entry, 1)))
+    goto release;
+  if (!address_of(x, &addresses[0]) || (addresses[0] & 15)) goto release;
+  y = PyObject_CallOneArg(STATE(EMPTY_LIKE), x);
+  if (y == NULL) goto fail;
+  if (!address_of(y, &addresses[1]) || (addresses[1] & 15)) goto release;
+  stream_object = PyObject_CallOneArg(STATE(STREAM), PyTuple_GET_ITEM(entry, 2));
+  if (stream_object == NULL) goto fail;
+  stream = PyLong_AsVoidPtr(stream_object);
+  Py_DECREF(stream_object);
+  if (stream == NULL && PyErr_Occurred()) goto fail;
+  launched = launch_packed(PyTuple_GET_ITEM(entry, 0), stream, addresses, 2);
+  if (launched < 0) goto fail;
+  if (launched == 0) goto release;
+  Py_DECREF(entry);
+  item = PyLong_FromSsize_t(PyLong_AsSsize_t(STATE(COUNT)) + 1);
+  if (item == NULL || PyList_SetItem(state, COUNT, item) < 0) {
+    Py_DECREF(y);
+    return NULL;
+  }
+  return y;
+release:
+  Py_XDECREF(y);
+  Py_DECREF(entry);
+step_aside:
+  PyErr_Clear();
+  Py_RETURN_NONE;
+fail:
+  Py_XDECREF(y);
+  Py_DECREF(entry);
   return NULL;
+}
+
+static PyMethodDef repeat_method = {"repeat", repeat, METH_O, "a Replays' repeat call"};
+
+/* bind(state) -> repeat with that state: one object to call, one argument, no lookup. */
+static PyObject *bind(PyObject *self, PyObject *state) {
+  if (!PyList_CheckExact(state) || PyList_GET_SIZE(state) != STATE_SIZE) {
+    PyErr_Format(PyExc_TypeError, "bind: the state must be a list of %d", STATE_SIZE);
+    return NULL;
+  }
+  return PyCFunction_NewEx(&repeat_method, state, NULL);
 }
 
 static PyMethodDef methods[] = {
   {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "launch a packed kernel"},
+  {"context", context, METH_NOARGS, "the CUDA context current on this thread"},
+  {"bind", bind, METH_O, "a Replays' repeat call, bound to its state"},
+#ifdef WORKSHOP_STAND_IN_DRIVER
+  {"last_launch", last_launch, METH_NOARGS, "what the stand-in driver was last asked"},
+#endif
   {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "workshop_launch", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_workshop_launch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_workshop_launch(void) {
+  const char *names[] = {"requires_grad", "run", "launch_enter_hook", "launch_exit_hook",
+                         "calls", "dtype", "shape", "get_device", "stride", "data_ptr"};
+  PyObject **slots[] = {&s_requires_grad, &s_run, &s_enter, &s_exit, &s_calls, &s_dtype,
+                        &s_shape, &s_get_device, &s_stride, &s_data_ptr};
+  for (int i = 0; i < 10; ++i)
+    if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+  return PyModule_Create(&module);
+}
 """
 
 _HEADER = struct.Struct("<Q8I")  # the C Header: function, grid x/y/z, block, shared, counts
@@ -201,16 +448,23 @@ _SCALARS = {  # Triton's scalar types -> struct codes, as the kernel parameter i
 
 
 @functools.cache
-def direct_launch():
-    """The launch function of ``_C_SOURCE`` (built once, cached by Triton), or None with the
-    reason it could not be built (no C compiler); Triton's C function is used then."""
+def launch_module():
+    """The module ``_C_SOURCE`` builds (once, cached by Triton), or None with the reason it
+    could not be built (no C compiler): Triton's C function is used then."""
     from triton.runtime.build import compile_module_from_src
 
     try:
-        return compile_module_from_src(_C_SOURCE, "workshop_launch").launch
+        return compile_module_from_src(_C_SOURCE, "workshop_launch")
     except Exception as error:  # the compiler's own message is in Triton's log
-        direct_launch.reason = f"{type(error).__name__}: {error}"
+        launch_module.reason = direct_launch.reason = f"{type(error).__name__}: {error}"
         return None
+
+
+def direct_launch():
+    """The module's launch function, ``launch(packed, stream, *addresses)``, or None (the
+    reason in ``direct_launch.reason``)."""
+    module = launch_module()
+    return None if module is None else module.launch
 
 
 def pack_launch(compiled, grid: tuple, values: tuple, n_tensors: int) -> bytes | None:
@@ -386,6 +640,11 @@ class Replay:
         self.launcher.direct_launches += 1
 
 
+def _no_repeat(x: object) -> None:
+    """A :class:`Replays`' ``repeat`` until it has a packed launch filed: always None."""
+    return None
+
+
 class Replays:
     """A wrapper's launches, filed by the signature of its input tensors.
 
@@ -397,11 +656,28 @@ class Replays:
     is not a plain ``torch.Tensor``, when something watches launches, or when the current
     device is not the one the replay launches on. The wrapper files only what it can replay
     exactly (no conversion of an input, an output it allocates the same way every time).
+
+    ``Replays(like=True)`` is for a one-input wrapper whose output is ``torch.empty_like`` of
+    its input and whose kernel's tensors are ``(input, output)``. Its :meth:`run_like` makes a
+    repeat call in one step, and its ``repeat(x)`` makes that call whole in C (the module's
+    ``repeat``, bound to this object's state): the same tests as :meth:`find`, in the same
+    order, with no Python frame. ``repeat`` returns the output, or None where the wrapper's
+    own path must run (it allocates and launches nothing then); ``repeats`` counts its
+    launches.
     """
 
-    def __init__(self, limit: int = 256):
+    def __init__(self, limit: int = 256, like: bool = False):
         self.limit = limit  # signatures kept; a program that sees more starts over
+        self.like = like
         self.entries: dict[tuple, Replay] = {}
+        self.packed: dict[tuple, tuple] = {}  # signature -> (packed, context, device): repeat's
+        self.repeat = _no_repeat  # the C repeat call, bound at the first packed launch filed
+        self._state: list | None = None
+
+    @property
+    def repeats(self) -> int:
+        """Repeat calls made whole in C (``repeat`` returned an output)."""
+        return 0 if self._state is None else self._state[0]
 
     def find(self, x: object, *more: object) -> Replay | None:
         if more:
@@ -422,9 +698,12 @@ class Replays:
         """A one-input wrapper's repeat call in one step: ``y = torch.empty_like(x)``, the
         launch filed for ``x``'s signature replayed on ``(x, y)``, and ``y``; None (nothing
         allocated, nothing launched) where :meth:`find` would find nothing. The wrapper's
-        output must be ``torch.empty_like(x)`` and its kernel's tensors ``(x, y)``."""
-        if type(x) is not torch.Tensor:
-            return None
+        output must be ``torch.empty_like(x)`` and its kernel's tensors ``(x, y)``. The C
+        ``repeat`` first; then the same in Python, for what it leaves (a replay with no
+        packed launch, a thread with no CUDA context)."""
+        y = self.repeat(x)
+        if y is not None or type(x) is not torch.Tensor:
+            return y
         replay = self.entries.get((x.dtype, x.get_device(), x.shape, x.stride()))
         if replay is None or torch._C._cuda_getDevice() != replay.device or _watched():
             return None
@@ -447,5 +726,33 @@ class Replays:
             return
         if len(self.entries) >= self.limit:
             self.entries.clear()
+            self.packed.clear()
         key = _signature(tensors[0]) if len(tensors) == 1 else tuple(map(_signature, tensors))
         self.entries[key] = replay
+        if self.like and len(tensors) == 1 and replay.packed is not None:
+            module = launch_module()
+            if self._state is None:
+                self._state = [0, self.packed, None, torch.Tensor, torch.empty_like,
+                               torch._C._cuda_getCurrentRawStream, torch.is_grad_enabled,
+                               JITFunction, _TRITONS_RUN, knobs.runtime, HookChain]  # fmt: skip
+                self.repeat = module.bind(self._state)
+            self._state[2] = None  # the entry the last repeat found: found afresh
+            # filed right after the launch: the context current now is the one it ran in
+            self.packed[key] = (replay.packed, module.context(), replay.device,
+                                _guard(tensors[0]))  # fmt: skip
+
+
+def _guard(x: torch.Tensor):
+    """``check(t)``: True for a tensor of ``x``'s signature that does not require grad (and
+    has the same dispatch keys), read in C++ at once: the guard torch.compile puts on a
+    compiled graph's tensor inputs (``torch._C._dynamo.guards.TensorGuards``, private). None
+    where this torch has no such guard: the repeat call then looks the signature up alone."""
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        guard = TensorGuards(x.detach(), dynamic_dims_sizes=None, dynamic_dims_strides=None)
+        if guard.check(x.detach()) is True:
+            return guard.check
+    except Exception:  # another torch's guard, or none: the lookup alone is exact
+        pass
+    return None

@@ -231,6 +231,146 @@ def test_run_like_steps_aside_for_an_unaligned_address_or_a_thread_with_no_conte
     assert len(no_context.calls) == 1 and len(no_context.fallbacks) == 1
 
 
+@pytest.fixture(scope="module")
+def stand_in_module():
+    """The launch module built with the tests' stand-in driver (one context, 0x600d, and each
+    launch recorded rather than made: ``last_launch()``), so the C repeat runs on a CPU."""
+    from triton.runtime.build import compile_module_from_src
+
+    if launch.direct_launch() is None:
+        pytest.skip(f"no C compiler here: {getattr(launch.direct_launch, 'reason', '')}")
+    source = launch._C_SOURCE.replace("workshop_launch", "workshop_launch_stand_in")
+    return compile_module_from_src("#define WORKSHOP_STAND_IN_DRIVER 1\n" + source,
+                                   "workshop_launch_stand_in")  # fmt: skip
+
+
+@pytest.fixture
+def like_replays(stand_in_module, monkeypatch):
+    """A ``Replays(like=True)`` bound to the stand-in module, with a softmax-like launch of
+    (8, 16) fp16 tensors filed, and the stream the C repeat asks for (device -1: 7)."""
+    monkeypatch.setattr(launch, "launch_module", lambda: stand_in_module)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 7 - device,
+                        raising=False)  # fmt: skip
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: -1, raising=False)
+    replays = launch.Replays(like=True)
+    replay = _PackedReplay()
+    replay.packed = launch.pack_launch(_compiled(SOFTMAX_SIGNATURE, num_warps=2, shared=96),
+                                       (3,), (None, None, 8, 16, 16, 16, 16), 2)  # fmt: skip
+    replays.file(replay, torch.zeros((8, 16), dtype=torch.float16))
+    return replays, stand_in_module
+
+
+def test_the_c_repeat_allocates_and_hands_the_driver_the_filed_launch(like_replays):
+    replays, module = like_replays
+    x = torch.ones((8, 16), dtype=torch.float16)
+    y = replays.repeat(x)
+    assert type(y) is torch.Tensor and y.shape == x.shape and y.dtype == x.dtype
+    assert y.data_ptr() != x.data_ptr() and y.is_contiguous()
+    function, grid, block, shared, stream, params = module.last_launch()
+    assert (function, grid, block, shared, stream) == (0xF00D, (3, 1, 1), 64, 96, 8)
+    assert params == (x.data_ptr(), y.data_ptr(), 8, 16, 16, 0, 0)  # + the two scratch slots
+    assert replays.repeats == 1
+    assert replays.run_like(x) is not None and replays.repeats == 2  # run_like: repeat first
+
+
+def test_the_c_repeat_steps_aside_wherever_the_wrappers_own_path_must_run(like_replays):
+    replays, module = like_replays
+    x = torch.ones((8, 16), dtype=torch.float16)
+    other = torch.zeros(8 * 16 + 1, dtype=torch.float16)[1:].view(8, 16)  # 2 bytes off
+    stepped_aside = [
+        x.float(), x[:4], torch.ones((16, 8), dtype=torch.float16).T,  # dtype, shape, strides
+        torch.nn.Parameter(x), "x", None, other,  # a subclass; not a tensor; unaligned
+        x.clone().requires_grad_(),  # autograd records: the wrapper's autograd path
+    ]  # fmt: skip
+    for value in stepped_aside:
+        assert replays.repeat(value) is None
+    with torch.no_grad():  # nothing records: a tensor that requires grad is just a tensor
+        assert replays.repeat(x.clone().requires_grad_()) is not None
+    with LaunchCounter():
+        assert replays.repeat(x) is None  # the checker counts launches through Triton's path
+
+    def hook(metadata):
+        pass
+
+    knobs.runtime.launch_exit_hook.add(hook)
+    try:
+        assert replays.repeat(x) is None
+    finally:
+        knobs.runtime.launch_exit_hook.remove(hook)
+    key = launch._signature(x)
+    packed, context, device, check = replays.packed[key]
+    replays.packed[key] = (packed, context + 16, device, check)  # filed in another context
+    replays._state[2] = None  # the last entry found, tried first: none
+    assert replays.repeat(x) is None
+    replays.packed[key] = (packed, context, device, check)
+    replays._state[2] = None
+    assert replays.repeat(x) is not None and replays.repeats == 2
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guard", "lookup alone"])
+def test_the_c_repeat_tries_the_last_signatures_guard_first(like_replays, monkeypatch, guarded):
+    replays, module = like_replays
+    narrow = torch.ones((8, 16), dtype=torch.float16)
+    if not guarded:  # a torch with no TensorGuards: every call looks its signature up
+        monkeypatch.setattr(launch, "_guard", lambda x: None)
+        replays.file(replays.entries[launch._signature(narrow)], narrow)  # filed again
+    wide = torch.zeros((4, 64), dtype=torch.float16)
+    replay = _PackedReplay()
+    replay.packed = launch.pack_launch(_compiled(SOFTMAX_SIGNATURE), (4,),
+                                       (None, None, 4, 64, 64, 64, 64), 2)  # fmt: skip
+    replays.file(replay, wide)
+    assert replays._state[2] is None  # filing forgets the last entry found
+    for x, rows in ((narrow, 8), (narrow, 8), (wide, 4), (narrow, 8)):
+        assert replays.repeat(x) is not None
+        assert replays._state[2] is replays.packed[launch._signature(x)]
+        assert module.last_launch()[5][2] == rows  # the launch filed for x's signature
+    assert replays.repeats == 4
+    check = replays.packed[launch._signature(narrow)][3]
+    assert (check is not None) == guarded
+    if guarded:
+        assert check(narrow) and check(torch.empty((8, 16), dtype=torch.float16))
+        for other in (narrow.float(), narrow[:4], narrow.T.contiguous().T, wide,
+                      narrow.clone().requires_grad_()):  # fmt: skip
+            assert check(other) is False
+
+
+def test_the_c_repeat_raises_what_the_allocation_raises_and_refuses_a_foreign_state(
+    like_replays, stand_in_module
+):
+    replays, _ = like_replays
+
+    def out_of_memory(x):
+        raise torch.OutOfMemoryError("CUDA out of memory (a stand-in)")
+
+    replays._state[4] = out_of_memory  # the state's torch.empty_like
+    with pytest.raises(torch.OutOfMemoryError, match="stand-in"):
+        replays.repeat(torch.ones((8, 16), dtype=torch.float16))
+    assert replays.repeats == 0
+    with pytest.raises(TypeError, match="a list of 11"):
+        stand_in_module.bind([0, {}])
+    key = launch._signature(torch.ones((8, 16), dtype=torch.float16))
+    replays.packed[key] = ("not packed", 0, -1, None)
+    replays._state[2] = None  # looked up, not guarded: what was filed is read
+    with pytest.raises(TypeError, match="not .packed, context, device, check."):
+        replays.repeat(torch.ones((8, 16), dtype=torch.float16))
+
+
+def test_only_a_like_replays_binds_a_c_repeat(stand_in_module, monkeypatch):
+    monkeypatch.setattr(launch, "launch_module", lambda: stand_in_module)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    plain, like = launch.Replays(), launch.Replays(like=True)
+    replay = _PackedReplay()
+    for replays in (plain, like):
+        replays.file(replay, torch.zeros((8, 16), dtype=torch.float16))
+        replays.file(replay, torch.zeros((8, 16)), torch.zeros((8, 16)))  # two inputs: never
+    assert plain.repeat is launch._no_repeat and not plain.packed
+    assert like.repeat is not launch._no_repeat and len(like.packed) == 1
+    unpacked = _PackedReplay()
+    unpacked.packed = None  # only Triton's C function is exact: run_like's Python path
+    like.file(unpacked, torch.zeros((2, 16), dtype=torch.float16))
+    assert len(like.packed) == 1
+
+
 @pytest.mark.skipif(not interpreting(), reason="the interpreter's path")
 def test_the_interpreter_always_takes_tritons_path():
     x = torch.randn((4, 64))
@@ -246,7 +386,7 @@ def test_the_interpreter_always_takes_tritons_path():
 def test_direct_launches_match_tritons_path_bit_for_bit():
     """Aligned and unaligned inputs, fp16 and fp32: the same bits as ``kernel[grid]``."""
     torch.manual_seed(0)
-    launcher = softmax_module._launch_fwd
+    launcher, replays = softmax_module._launch_fwd, softmax_module._fwd_replays
     for dtype in (torch.float16, torch.float32):
         base = torch.randn(1024 * 1024 + 8, device="cuda", dtype=dtype)
         for offset in (0, 1):  # offset 1: the rows do not start on a 16-byte boundary
@@ -256,9 +396,12 @@ def test_direct_launches_match_tritons_path_bit_for_bit():
                 assert softmax_module._fwd_replays.find(x).packed is not None, (
                     f"not packed: {getattr(launch.direct_launch, 'reason', 'pack_launch')}"
                 )
-            before = launcher.direct_launches
+            before, repeats = launcher.direct_launches, replays.repeats
             again = [softmax_module.softmax(x) for _ in range(3)]
-            assert launcher.direct_launches == before + 3, "the fast path was not taken"
+            fast = launcher.direct_launches - before + replays.repeats - repeats
+            assert fast == 3, "the fast path was not taken"
+            if offset == 0:  # aligned: the C repeat, whole; unaligned: the launcher's binary
+                assert replays.repeats == repeats + 3, "the C repeat was not taken"
             for y in again:
                 assert torch.equal(y, first)
             torch.testing.assert_close(first.float(), torch.softmax(x.float(), -1),
@@ -288,13 +431,16 @@ def test_replays_match_tritons_path_and_step_aside_for_unaligned_inputs():
     aligned, unaligned = base[: 256 * 512].view(256, 512), base[1:].view(256, 512)
     first = softmax_module.softmax(aligned)
     assert replays.find(aligned) is not None, "the first call filed no replay"
-    before = launcher.direct_launches
+    before = replays.repeats
     assert torch.equal(softmax_module.softmax(aligned), first)
-    assert launcher.direct_launches == before + 1
+    assert torch.equal(softmax_module.softmax_fwd(aligned), first)  # it repeats in C too
+    assert replays.repeats == before + 2
+    before = launcher.direct_launches
     expected = torch.softmax(unaligned.float(), -1)
     for _ in range(2):  # the second time the launcher has the unaligned binary filed
         torch.testing.assert_close(softmax_module.softmax(unaligned).float(), expected,
                                    atol=2e-3, rtol=0)  # fmt: skip
+    assert launcher.direct_launches > before  # the second, at least, took the launcher's
 
 
 @pytest.mark.gpu
