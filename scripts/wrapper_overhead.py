@@ -12,7 +12,12 @@ shuffled turns (``--rounds``, 7 by default), in ``--runs`` independent runs with
 orders (3 by default); each row is the median over the runs of each run's median, and the
 ratio to ``torch.softmax`` is taken within each run (the drift cancels there) and printed run
 by run, with its median in the record. (A single run can read either side of 1.0: one read
-0.89x where three runs right after read 1.18-1.20x.) Candidates:
+0.89x where three runs right after read 1.18-1.20x.) Rows a dozen apart in a round still meet
+different drift: in one record ``softmax_fwd``, which does all that ``softmax`` does and more,
+read 9% less. So the target's comparison is also made on its own, in ``--pairs`` pairs of
+samples taken back to back (the order drawn for each pair), and scored by the median of the
+pairs' ratios (``paired_ratio_to_torch_softmax`` in the reference softmax's row, with its
+quartiles, the pairs in which it took less time, and a sign test). Candidates:
 ``torch.softmax``; the reference ``softmax`` (a repeat call finds the launch it made for
 that input signature and replays it: ``reference.kernels.launch.Replays``; a first call runs
 the checks and the plan and launches through ``Launcher``, which calls the binary's C launch
@@ -62,6 +67,7 @@ from _records import OneLineParser, positive_int  # noqa: E402
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
+from learning.report.stats import sign_test_p  # noqa: E402
 from reference.kernels import launch, softmax  # noqa: E402
 
 SHAPES = ((1024, 1024), (16, 4096))
@@ -223,6 +229,15 @@ def launch_api_us(call, calls: int = 300) -> tuple[float | None, list[str]]:
     return total_us / calls, sorted(e.key for e in launches)
 
 
+def paired_summary(ratios: list[float]) -> dict:
+    """The record's fields for the paired ratios of the reference softmax to torch.softmax."""
+    quartiles = statistics.quantiles(ratios, n=4)
+    faster = sum(ratio < 1 for ratio in ratios)
+    return {"paired_ratios": ratios, "paired_ratio_to_torch_softmax": statistics.median(ratios),
+            "paired_ratio_quartiles": [quartiles[0], quartiles[2]], "paired_faster": faster,
+            "paired_p": sign_test_p(faster, len(ratios))}  # fmt: skip
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", help="write the JSON here")
@@ -234,6 +249,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="independent interleaved runs (seeds 0..runs-1); each row reads "
                              "the median of the runs, and each run's ratio to torch.softmax "
                              "is printed")  # fmt: skip
+    parser.add_argument("--pairs", type=positive_int, default=41,
+                        help="pairs of back-to-back samples, torch.softmax and the reference "
+                             "softmax, for the paired ratio the target is scored by")  # fmt: skip
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     return parser.parse_args(argv)
 
@@ -261,6 +279,9 @@ def main(argv=None) -> int:
             candidates.append(("torch.compile(torch.softmax)", functools.partial(compiled, x)))
         runs = [timing.interleaved_host_us(dict(candidates), args.calls, rounds=args.rounds,
                                            seed=seed) for seed in range(args.runs)]  # fmt: skip
+        named = dict(candidates)
+        pairs = timing.paired_host_ratios(named["torch.softmax"], named["reference softmax"],
+                                          args.calls, pairs=args.pairs, seed=0)  # fmt: skip
         for name, call in candidates:
             host_runs = [run[name] for run in runs]
             ratios = [run[name] / run["torch.softmax"] for run in runs]  # drift cancels in a run
@@ -273,10 +294,18 @@ def main(argv=None) -> int:
                          "ratio_to_torch_softmax": statistics.median(ratios),
                          "graph_us": graph_us,
                          "launch_api_us_per_call": api_us, "launch_apis": apis})  # fmt: skip
+            if name == "reference softmax":
+                rows[-1].update(paired_summary(pairs))
             by_run = " ".join(f"{ratio:.2f}" for ratio in ratios)
             print(f"{rows[-1]['shape']:>10s}  {name:42s} {rows[-1]['host_us_per_call']:12.2f} "
                   f"{graph_us:9.2f} {timing.fmt(api_us, '.2f'):>13s}  {by_run:24s} "
                   f"{','.join(apis)}")  # fmt: skip
+        paired = paired_summary(pairs)
+        low, high = paired["paired_ratio_quartiles"]
+        print(f"{rows[-1]['shape']:>10s}  reference softmax / torch.softmax, {len(pairs)} pairs "
+              f"of back-to-back samples: median {paired['paired_ratio_to_torch_softmax']:.3f}x "
+              f"(quartiles {low:.3f}-{high:.3f}), less time in {paired['paired_faster']} of "
+              f"{len(pairs)}, sign test p = {paired['paired_p']:.2g}")  # fmt: skip
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",

@@ -130,3 +130,20 @@ def test_the_host_cost_verdict_reads_the_runs_own_ratios_where_the_record_has_th
     assert line["verdict"] == "missed" and "1.18x; runs 0.89, 1.18, 1.20" in line["measured"]
     older = {"rows": [row("torch.softmax", 9.0), row("reference softmax", 8.5)]}  # one run
     assert score_targets._host_line(older)["verdict"] == "met"
+
+
+def test_the_host_cost_verdict_reads_the_paired_samples_where_the_record_has_them():
+    """Samples of the two taken back to back: the verdict is their median ratio's."""
+    def row(wrapper, us, **more):
+        return {"shape": "1024x1024", "wrapper": wrapper, "host_us_per_call": us, **more}
+
+    paired = {"ratio_to_torch_softmax": 1.01, "ratio_to_torch_softmax_runs": [1.01, 1.08, 0.95],
+              "paired_ratios": [0.96, 0.97, 0.99], "paired_ratio_to_torch_softmax": 0.97,
+              "paired_ratio_quartiles": [0.96, 0.99], "paired_faster": 3}  # fmt: skip
+    record = {"rows": [row("torch.softmax", 6.7), row("reference softmax", 7.2, **paired)]}
+    line = score_targets._host_line(record)
+    assert line["verdict"] == "met"
+    assert line["measured"].startswith("0.970x, the median of 3 paired samples")
+    assert "runs 1.01, 1.08, 0.95" in line["measured"]
+    record["rows"][1]["paired_ratio_to_torch_softmax"] = 1.02
+    assert score_targets._host_line(record)["verdict"] == "missed"
