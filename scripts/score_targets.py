@@ -215,9 +215,15 @@ def _host_line(record: dict) -> dict:
     if "paired_ratio_to_torch_softmax" in ours:  # samples back to back: the drift cancels
         ratio = ours["paired_ratio_to_torch_softmax"]
         low, high = ours["paired_ratio_quartiles"]
+        aa = ""
+        if "aa_paired_ratio_to_torch_softmax" in theirs:  # the pairing's A/A test
+            aa_low, aa_high = theirs["aa_paired_ratio_quartiles"]
+            aa = (f"; A/A torch.softmax against itself "
+                  f"{theirs['aa_paired_ratio_to_torch_softmax']:.3f}x "
+                  f"({aa_low:.3f}-{aa_high:.3f})")  # fmt: skip
         measured = (f"{ratio:.3f}x, the median of {len(ours['paired_ratios'])} paired samples "
-                    f"(quartiles {low:.3f}-{high:.3f}, less time in {ours['paired_faster']}); "
-                    f"shuffled rounds: {measured}")  # fmt: skip
+                    f"(quartiles {low:.3f}-{high:.3f}, less time in {ours['paired_faster']}"
+                    f"{aa}); shuffled rounds: {measured}")  # fmt: skip
     return _line(target, measured, ratio <= targets.HOST_COST_RATIO, "wrapper-overhead.json")
 
 

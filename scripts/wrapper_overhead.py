@@ -17,7 +17,9 @@ different drift: in one record ``softmax_fwd``, which does all that ``softmax`` 
 read 9% less. So the target's comparison is also made on its own, in ``--pairs`` pairs of
 samples taken back to back (the order drawn for each pair), and scored by the median of the
 pairs' ratios (``paired_ratio_to_torch_softmax`` in the reference softmax's row, with its
-quartiles, the pairs in which it took less time, and a sign test). Candidates:
+quartiles, the pairs in which it took less time, and a sign test); and, as the pairing's A/A
+test, ``torch.softmax`` against itself under another name, the same way (``aa_paired_*`` in
+its row): how far apart the same call reads by this method. Candidates:
 ``torch.softmax``; the reference ``softmax`` (a repeat call finds the launch it made for
 that input signature and replays it: ``reference.kernels.launch.Replays``; a first call runs
 the checks and the plan and launches through ``Launcher``, which calls the binary's C launch
@@ -282,6 +284,10 @@ def main(argv=None) -> int:
         named = dict(candidates)
         pairs = timing.paired_host_ratios(named["torch.softmax"], named["reference softmax"],
                                           args.calls, pairs=args.pairs, seed=0)  # fmt: skip
+        # the A/A test of the pairing: torch.softmax against itself, under another name
+        same = functools.partial(torch.softmax, x, dim=-1)
+        aa_pairs = timing.paired_host_ratios(named["torch.softmax"], same, args.calls,
+                                             pairs=args.pairs, seed=1)  # fmt: skip
         for name, call in candidates:
             host_runs = [run[name] for run in runs]
             ratios = [run[name] / run["torch.softmax"] for run in runs]  # drift cancels in a run
@@ -296,16 +302,21 @@ def main(argv=None) -> int:
                          "launch_api_us_per_call": api_us, "launch_apis": apis})  # fmt: skip
             if name == "reference softmax":
                 rows[-1].update(paired_summary(pairs))
+            elif name == "torch.softmax":  # its A/A pairs: how far the same call reads apart
+                rows[-1].update({f"aa_{key}": value
+                                 for key, value in paired_summary(aa_pairs).items()})  # fmt: skip
             by_run = " ".join(f"{ratio:.2f}" for ratio in ratios)
             print(f"{rows[-1]['shape']:>10s}  {name:42s} {rows[-1]['host_us_per_call']:12.2f} "
                   f"{graph_us:9.2f} {timing.fmt(api_us, '.2f'):>13s}  {by_run:24s} "
                   f"{','.join(apis)}")  # fmt: skip
-        paired = paired_summary(pairs)
-        low, high = paired["paired_ratio_quartiles"]
-        print(f"{rows[-1]['shape']:>10s}  reference softmax / torch.softmax, {len(pairs)} pairs "
-              f"of back-to-back samples: median {paired['paired_ratio_to_torch_softmax']:.3f}x "
-              f"(quartiles {low:.3f}-{high:.3f}), less time in {paired['paired_faster']} of "
-              f"{len(pairs)}, sign test p = {paired['paired_p']:.2g}")  # fmt: skip
+        for label, ratios in (("reference softmax / torch.softmax", pairs),
+                              ("A/A: torch.softmax / torch.softmax", aa_pairs)):
+            paired = paired_summary(ratios)
+            low, high = paired["paired_ratio_quartiles"]
+            print(f"{rows[-1]['shape']:>10s}  {label}, {len(ratios)} pairs of back-to-back "
+                  f"samples: median {paired['paired_ratio_to_torch_softmax']:.3f}x (quartiles "
+                  f"{low:.3f}-{high:.3f}), less time in {paired['paired_faster']} of "
+                  f"{len(ratios)}, sign test p = {paired['paired_p']:.2g}")  # fmt: skip
         print()
     print(f"{time.perf_counter() - started:.0f} s")
     timing.write_json(args.output, {"script": "wrapper_overhead.py",

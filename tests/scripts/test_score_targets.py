@@ -147,3 +147,7 @@ def test_the_host_cost_verdict_reads_the_paired_samples_where_the_record_has_the
     assert "runs 1.01, 1.08, 0.95" in line["measured"]
     record["rows"][1]["paired_ratio_to_torch_softmax"] = 1.02
     assert score_targets._host_line(record)["verdict"] == "missed"
+    record["rows"][0].update(aa_paired_ratio_to_torch_softmax=1.001,
+                             aa_paired_ratio_quartiles=[0.99, 1.012])  # fmt: skip
+    assert "A/A torch.softmax against itself 1.001x (0.990-1.012)" in (
+        score_targets._host_line(record)["measured"])
