@@ -10,6 +10,10 @@ oracle-checked, then measured three ways:
   host clock divided by the count (``host_us_per_call``). When the host is slower than the GPU
   this is the host's cost per call; when the GPU is slower the queue fills and it shows the
   device time instead (the ``bound`` column says which, by comparing with the next figure).
+  An op's variants take these samples in shuffled turns, ``--rounds`` of them, and each row
+  is the median: the H200 machine's host runs up to 2x slower from minute to minute, and
+  timed one after another (as this script did until a run read the unchanged RMSNorm and
+  GEMM references 2.0x and 1.6x slower than its first day's) the rows met different hosts.
 * ``graph us``: the same call under CUDA-graph replay, where no Python runs: the device time.
 * ``1st call ms``: the wall time of the very first call, with a sync. For the compiled variants
   this is the compile (Dynamo tracing, AOTAutograd, Inductor's code generation and its Triton
@@ -33,9 +37,10 @@ strides, devices and ``requires_grad``, the Python float ``eps``, global state s
 mode), then Inductor's Python wrapper, then the kernels. The printed overheads isolate those
 shares: ``custom op - reference`` (the dispatcher), ``compile(custom op) - custom op`` (guards
 and the compiled wrapper), ``compile(eager) - eager``; and ``guards`` of each compiled variant:
-its host time minus the same calls made under
-``torch.compiler.set_stance(skip_guard_eval_unsafe=True)`` (column ``no-guard us``), which
-skips the guard check (unsafe in general: here the inputs never change).
+what the same calls save under ``torch.compiler.set_stance(skip_guard_eval_unsafe=True)``
+(column ``no-guard us``), which skips the guard check (unsafe in general: here the inputs
+never change), timed in ``--pairs`` pairs of back-to-back samples, checked and skipped, and
+read as the median of the pairs' differences.
 
 Inductor's caches are disabled by default (``torch.compiler.config.force_disable_caches``), so the
 compile times are what a first run pays; ``--warm-cache`` leaves them on. Triton's own disk cache
@@ -46,7 +51,10 @@ one-time start-up (imports, compile workers) is reported apart (``inductor_start
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import random
+import statistics
 import sys
 import time
 import warnings
@@ -92,6 +100,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--calls", type=positive_int, default=2000, help="calls per host-clock sample"
     )
+    parser.add_argument("--rounds", type=positive_int, default=7,
+                        help="host-clock samples per variant, taken in shuffled turns")  # fmt: skip
+    parser.add_argument("--pairs", type=positive_int, default=11,
+                        help="pairs of back-to-back samples, guards checked and skipped, per "
+                             "compiled variant")  # fmt: skip
     parser.add_argument("--no-compile", action="store_true", help="skip the compiled variants")
     parser.add_argument(
         "--warm-cache", action="store_true", help="leave Inductor's caches on (faster compiles)"
@@ -208,9 +221,12 @@ def overheads(rows: list[dict]) -> list[dict]:
                             "host_us": host[upper] - host[lower]})  # fmt: skip
         for r in rows:
             skipped = r.get("host_us_guards_skipped")
-            if r["op"] == op and skipped is not None and r["host_us_per_call"] is not None:
+            if r["op"] != op or skipped is None or r["host_us_per_call"] is None:
+                continue
+            guards = r.get("guards_us")  # paired, where measured so
+            if guards is None:
                 guards = r["host_us_per_call"] - skipped
-                out.append({"op": op, "layer": f"guards of {r['variant']}", "host_us": guards})
+            out.append({"op": op, "layer": f"guards of {r['variant']}", "host_us": guards})
     return out
 
 
@@ -239,14 +255,39 @@ def inductor_startup_s() -> float:
     return time.perf_counter() - started
 
 
-def guards_skipped_us(call: Callable, calls: int) -> float | None:
-    """Host us per call of a compiled ``call`` with Dynamo's guard check skipped; ``None`` where
-    this torch has no such switch. Safe here only because the inputs never change."""
+def guards_paired(call: Callable, calls: int, pairs: int, seed: int = 0) -> dict | None:
+    """A compiled ``call`` with Dynamo's guard check on and skipped, in ``pairs`` pairs of
+    samples taken back to back (the order drawn for each pair, so the host's drift cancels
+    within a pair): the median host us per call with the guards skipped, and the median over
+    the pairs of the difference (what the guards cost). None where this torch has no such
+    switch. Skipping is safe here only because the inputs never change."""
     try:
         with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
-            return timing.host_us_per_call(call, calls=calls)
-    except Exception:  # no such switch in this torch, or it refused: the column stays empty
+            call()
+    except Exception:  # no such switch in this torch, or it refused: the columns stay empty
         return None
+
+    def sample_us(skipped: bool) -> float:
+        stance = (torch.compiler.set_stance(skip_guard_eval_unsafe=True) if skipped
+                  else contextlib.nullcontext())  # fmt: skip
+        with stance:
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+        return elapsed / calls * 1e6
+
+    order = random.Random(seed)
+    skipped, costs = [], []
+    for _ in range(pairs):
+        first = order.random() < 0.5  # True: the skipped sample first
+        one, two = sample_us(first), sample_us(not first)
+        checked, unchecked = (two, one) if first else (one, two)
+        skipped.append(unchecked)
+        costs.append(checked - unchecked)
+    return {"host_us_guards_skipped": statistics.median(skipped),
+            "guards_us": statistics.median(costs)}  # fmt: skip
 
 
 def _one_line(error: BaseException) -> str:
@@ -254,14 +295,17 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
 
 
-def measure(op: str, variant: Variant, calls: int) -> dict:
+def prepare(op: str, variant: Variant) -> tuple[dict, Callable | None]:
+    """The variant's row with its first call (compile included), oracle check and graph time,
+    and the call to time on the host; None for a variant that failed (its row says why)."""
     spec = ops.get(op)
     shape = SHAPES[op]
     inputs = spec.inputs(shape, DTYPE, SEED, device="cuda")
     row = {
         "op": op, "shape": spec.shape_label(shape), "variant": variant.name,
         "kind": variant.kind, "first_call_ms": None, "host_us_per_call": None,
-        "graph_us": None, "bound": "-", "host_us_guards_skipped": None, "failure": "",
+        "graph_us": None, "bound": "-", "host_us_guards_skipped": None, "guards_us": None,
+        "failure": "",
     }  # fmt: skip
     try:
         fn = variant.make()
@@ -272,14 +316,25 @@ def measure(op: str, variant: Variant, calls: int) -> dict:
         row["first_call_ms"] = (time.perf_counter() - started) * 1e3
         row["failure"] = timing.oracle_check(spec, (out,), inputs, DTYPE)
         if not row["failure"]:
-            row["host_us_per_call"] = timing.host_us_per_call(call, calls=calls)
             row["graph_us"] = timing.graph_ms(call) * 1e3
-            row["bound"] = bound(row["host_us_per_call"], row["graph_us"])
-            if variant.kind == "compiled":
-                row["host_us_guards_skipped"] = guards_skipped_us(call, calls)
+            return row, call
     except Exception as error:  # a variant that does not compile or run is a result
         row["failure"] = _one_line(error)
-    return row
+    return row, None
+
+
+def measure_host(rows: list[dict], calls: dict[str, Callable], args) -> None:
+    """One op's host times: its variants in shuffled turns (``interleaved_host_us``), then
+    each compiled one's guards in pairs (``guards_paired``); written into ``rows``."""
+    if not calls:
+        return
+    host = timing.interleaved_host_us(calls, args.calls, rounds=args.rounds, seed=0)
+    for row in rows:
+        if row["variant"] in host:
+            row["host_us_per_call"] = host[row["variant"]]
+            row["bound"] = bound(row["host_us_per_call"], row["graph_us"])
+            if row["kind"] == "compiled":
+                row.update(guards_paired(calls[row["variant"]], args.calls, args.pairs) or {})
 
 
 def print_table(rows: list[dict], layers: list[dict]) -> None:
@@ -309,13 +364,17 @@ def main(argv=None) -> int:
         print(f"Inductor start-up (throwaway compile): {startup:.1f} s; caches {caches}")
     rows = []
     for op in dict.fromkeys(args.ops):
+        op_rows, calls = [], {}
         for variant in variants(op, compile=not args.no_compile):
-            rows.append(measure(op, variant, args.calls))
-            r = rows[-1]
+            row, call = prepare(op, variant)
+            op_rows.append(row)
+            if call is not None:
+                calls[variant.name] = call
             at = time.perf_counter() - started
-            print(f"  {op} {variant.name}: host {timing.fmt(r['host_us_per_call'], '.2f')} us, "
-                  f"first call {timing.fmt(r['first_call_ms'], '.0f')} ms (at {at:.0f} s) "
-                  f"{r['failure']}", flush=True)  # fmt: skip
+            print(f"  {op} {variant.name}: first call {timing.fmt(row['first_call_ms'], '.0f')} "
+                  f"ms (at {at:.0f} s) {row['failure']}", flush=True)  # fmt: skip
+        measure_host(op_rows, calls, args)
+        rows += op_rows
     layers = overheads(rows)
     seconds = round(time.perf_counter() - started, 1)
     print()
@@ -326,7 +385,8 @@ def main(argv=None) -> int:
         "script": f"{SCRIPT}.py", "environment": timing.environment(),
         "dtype": ops.dtype_name(DTYPE),
         "shapes": {op: list(shape) for op, shape in SHAPES.items() if op in args.ops},
-        "calls": args.calls, "inductor_caches": caches, "inductor_startup_s": startup,
+        "calls": args.calls, "rounds": args.rounds, "pairs": args.pairs,
+        "inductor_caches": caches, "inductor_startup_s": startup,
         "rows": rows, "overheads": layers, "seconds": seconds,
     }  # fmt: skip
     timing.write_json(args.output, payload, script=__file__, argv=argv)

@@ -130,7 +130,7 @@ scripts)
     step clock-probe timeout 90 python3 scripts/gpu_clock_probe.py --output "$out/clock-probe.json"
     step external-baselines-rows timeout 120 python3 scripts/external_baselines.py \
         --cases softmax_train rmsnorm_train --output "$out/external-baselines-rows.json"
-    step compile-overhead timeout 120 python3 scripts/compile_overhead.py \
+    step compile-overhead timeout 240 python3 scripts/compile_overhead.py \
         --output "$out/compile-overhead.json"
     step external-baselines-gemm timeout 200 python3 scripts/external_baselines.py --cases matmul \
         --autotune-budget-s 120 --output "$out/external-baselines-gemm.json"

@@ -128,3 +128,76 @@ def test_fake_implementations_give_the_output_shape():
         y = library["rmsnorm"](x, x, w, 1e-6)
         assert y.shape == (1024, 512) and y.dtype == torch.float16
         assert library["matmul"](x, b).shape == (1024, 96)
+
+
+def test_paired_guards_take_precedence_over_a_difference_of_medians():
+    rows = [
+        {"op": "softmax", "variant": co.COMPILE_EAGER, "kind": "compiled",
+         "host_us_per_call": 50.0, "host_us_guards_skipped": 44.0, "guards_us": 5.2},
+    ]  # fmt: skip
+    (layer,) = co.overheads(rows)
+    assert layer["layer"] == f"guards of {co.COMPILE_EAGER}" and layer["host_us"] == 5.2
+
+
+def test_guards_are_timed_in_pairs_checked_and_skipped(monkeypatch):
+    """A stand-in stance and clock: a call costs 3 us with the guards checked, 2 skipped."""
+    import contextlib
+
+    now, skipping, order = [0.0], [False], []
+
+    @contextlib.contextmanager
+    def stance(**kwargs):
+        assert kwargs == {"skip_guard_eval_unsafe": True}
+        skipping[0] = True
+        try:
+            yield
+        finally:
+            skipping[0] = False
+
+    def call():
+        now[0] += 2e-6 if skipping[0] else 3e-6
+        order.append(skipping[0])
+
+    monkeypatch.setattr(torch.compiler, "set_stance", stance)
+    monkeypatch.setattr(co.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    measured = co.guards_paired(call, calls=4, pairs=6)
+    assert measured["host_us_guards_skipped"] == pytest.approx(2.0)
+    assert measured["guards_us"] == pytest.approx(1.0)
+    samples = [order[k] for k in range(1, len(order), 4)]  # after the one trial call
+    pairs = {(samples[k], samples[k + 1]) for k in range(0, 12, 2)}
+    assert pairs == {(True, False), (False, True)}  # both orders drawn (seed 0)
+
+    def no_switch(**kwargs):
+        raise RuntimeError("no such stance")
+
+    monkeypatch.setattr(torch.compiler, "set_stance", no_switch)
+    assert co.guards_paired(call, calls=4, pairs=2) is None
+
+
+def test_an_ops_variants_are_timed_in_turns_and_failures_stay_untimed(monkeypatch):
+    seen = {}
+
+    def interleaved(calls, per_sample, rounds, seed):
+        seen["names"], seen["rounds"] = list(calls), rounds
+        return {name: 10.0 + k for k, name in enumerate(calls)}
+
+    monkeypatch.setattr(co.timing, "interleaved_host_us", interleaved)
+    monkeypatch.setattr(co, "guards_paired",
+                        lambda call, calls, pairs: {"host_us_guards_skipped": 9.0,
+                                                    "guards_us": 1.5})  # fmt: skip
+    rows = [
+        {"variant": "torch.softmax", "kind": "eager", "graph_us": 5.0},
+        {"variant": co.REFERENCE, "kind": "reference", "graph_us": 2.0},
+        {"variant": co.COMPILE_EAGER, "kind": "compiled", "graph_us": 2.5},
+        {"variant": co.CUSTOM_OP, "kind": "custom op", "graph_us": None},  # failed
+    ]  # fmt: skip
+    for row in rows:
+        row.update(host_us_per_call=None, bound="-", host_us_guards_skipped=None,
+                   guards_us=None)  # fmt: skip
+    calls = {row["variant"]: object() for row in rows[:3]}
+    co.measure_host(rows, calls, co.parse_args(["--rounds", "5"]))
+    assert seen == {"names": ["torch.softmax", co.REFERENCE, co.COMPILE_EAGER], "rounds": 5}
+    assert [row["host_us_per_call"] for row in rows] == [10.0, 11.0, 12.0, None]
+    assert rows[2]["guards_us"] == 1.5 and rows[0]["guards_us"] is None
+    assert rows[0]["bound"] == "host" and rows[3]["bound"] == "-"
