@@ -355,6 +355,59 @@ def test_the_c_repeat_raises_what_the_allocation_raises_and_refuses_a_foreign_st
         replays.repeat(torch.ones((8, 16), dtype=torch.float16))
 
 
+def test_the_c_repeat_keeps_no_reference_it_does_not_own(like_replays):
+    """A thousand calls down each path (the guard, the lookup, a step aside, a raise) leave
+    every object's reference count where the first call left it: the C code neither leaks
+    nor frees what it does not own."""
+    import sys
+
+    replays, _ = like_replays
+    x = torch.ones((8, 16), dtype=torch.float16)
+    other = x.float()
+    entry = replays.packed[launch._signature(x)]
+
+    def raising(tensor):
+        raise torch.OutOfMemoryError("a stand-in")
+
+    def counts():
+        return [sys.getrefcount(obj) for obj in (x, other, entry, torch.float16,
+                                                 torch.float32, replays._state)]  # fmt: skip
+
+    def down_each_path():
+        assert replays.repeat(x) is not None  # the guard of the last entry found
+        replays._state[2] = None
+        assert replays.repeat(x) is not None  # the lookup, which files the entry as last
+        assert replays.repeat(other) is None  # another signature: a step aside
+        empty_like, replays._state[4] = replays._state[4], raising
+        with pytest.raises(torch.OutOfMemoryError):
+            replays.repeat(x)  # the allocation raises
+        replays._state[4] = empty_like
+
+    down_each_path()
+    before = counts()
+    for _ in range(1000):
+        down_each_path()
+    assert counts() == before
+
+
+def test_the_c_source_compiles_clean_with_warnings_as_errors():
+    """Both builds of the C source (the driver's and the tests' stand-in) under -Wall -Werror,
+    with the C compiler Triton builds its own launchers with."""
+    import shutil
+    import subprocess
+    import sysconfig
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler here")
+    include = sysconfig.get_paths()["include"]
+    for prefix in ("", "#define WORKSHOP_STAND_IN_DRIVER 1\n"):
+        done = subprocess.run([compiler, "-fsyntax-only", "-Wall", "-Werror", f"-I{include}",
+                               "-x", "c", "-"], input=prefix + launch._C_SOURCE,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_only_a_like_replays_binds_a_c_repeat(stand_in_module, monkeypatch):
     monkeypatch.setattr(launch, "launch_module", lambda: stand_in_module)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
