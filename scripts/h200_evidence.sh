@@ -37,10 +37,12 @@
 #   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
 #   scripts/h200_evidence.sh evict-ncu OUTDIR  the eviction hint's kernels with and without it, ncu
+#   scripts/h200_evidence.sh gemm-epilogue OUTDIR the GEMM over K with its store skipped; the
+#                                             reference and cuBLAS at the two gap shapes, ncu
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -281,6 +283,37 @@ probes)
         --output "$out/stream-ceiling.json"
     step tune-gemm-ws timeout 300 python3 scripts/tune_gemm.py --warp-specialize --forward-only \
         --output "$out/tune-gemm-ws.json"
+    ;;
+gemm-epilogue)
+    # the reference, torch.mm and the reference with its store skipped, over K, interleaved
+    step gemm-epilogue timeout 240 python3 scripts/gemm_epilogue.py \
+        --output "$out/gemm-epilogue.json"
+    # the reference and cuBLAS at the two gap shapes under Nsight Compute (clocks left as they
+    # are): clusters, L2 and DRAM traffic, the tensor pipe's busy share, stall reasons. Only
+    # the metrics this ncu knows are asked for (an unknown name stops the whole profile).
+    known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')
+    metrics=gpu__time_duration.sum
+    for metric in launch__grid_size launch__block_size launch__registers_per_thread \
+            launch__cluster_dim_x launch__cluster_dim_y launch__cluster_dim_z \
+            lts__t_bytes.sum lts__t_sectors_op_read.sum lts__t_sectors_op_write.sum \
+            lts__t_sectors_srcunit_tex_op_read.sum lts__t_sector_hit_rate.pct \
+            lts__throughput.avg.pct_of_peak_sustained_elapsed dram__bytes_read.sum \
+            dram__bytes_write.sum sm__throughput.avg.pct_of_peak_sustained_elapsed \
+            sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+            sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+            sm__inst_executed_pipe_tensor_op_gmma.sum sm__cycles_elapsed.avg.per_second \
+            smsp__cycles_active.avg; do
+        grep -qx "${metric%%.*}" <<<"$known" && metrics=$metrics,$metric
+    done
+    metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    for run in "16384 1024 1024" "4096 4096 4096"; do
+        for variant in reference torch.mm; do
+            step "ncu-gemm-${variant/./}-${run// /x}" timeout 150 ncu --clock-control none \
+                --profile-from-start off --metrics "$metrics" --section LaunchStats \
+                --section SpeedOfLight --csv --print-units base python3 scripts/gemm_epilogue.py \
+                --profile "$variant" --shape $run
+        done
+    done
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \
