@@ -39,6 +39,7 @@ import learning  # noqa: E402,F401  (selects the Triton backend before triton is
 # isort: split
 import torch  # noqa: E402
 import triton  # noqa: E402
+from _records import OneLineParser, positive_int  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
@@ -48,8 +49,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
     warpgroup_mma,
     warpgroup_mma_wait,
 )
-
-from _records import OneLineParser, positive_int  # noqa: E402
 
 SHAPES = ((16384, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192))
 
@@ -82,13 +81,14 @@ def _producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
             mbarrier.wait(empty.index(slot), ((step // STAGES) & 1) ^ 1)
             bar = ready.index(slot)
             mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(a_desc, [row, k_step * BLOCK_K], bar, a_bufs.index(slot))
-            tma.async_copy_global_to_shared(b_desc, [k_step * BLOCK_K, col], bar, b_bufs.index(slot))
+            k = k_step * BLOCK_K
+            tma.async_copy_global_to_shared(a_desc, [row, k], bar, a_bufs.index(slot))
+            tma.async_copy_global_to_shared(b_desc, [k, col], bar, b_bufs.index(slot))
             step += 1
 
 
 @gluon.jit
-def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, GROUP: gl.constexpr,
+def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, turn, M, N, K, GROUP: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
               GROUP_M: gl.constexpr, STAGES: gl.constexpr, NUM_SMS: gl.constexpr):  # fmt: skip
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -100,6 +100,14 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, GROUP: gl.co
     nth = GROUP  # the program's tile count before this tile
     for tile in range(first, tiles_m * tiles_n, 2 * NUM_SMS):
         row, col = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        # Take turns: start this tile's MMAs once the other group has issued the previous
+        # tile's. Besides ordering the MMAs, this keeps the ring's phases unambiguous: a group
+        # that ran ahead would wait on a buffer two fills early, and a parity cannot tell.
+        mine = nth // 2  # this group's tiles before this one
+        if GROUP == 0:
+            mbarrier.wait(turn.index(0), (mine + 1) & 1, pred=mine > 0)
+        else:
+            mbarrier.wait(turn.index(1), mine & 1)
         step = nth * k_steps
         acc = gl.zeros((BLOCK_M, BLOCK_N), gl.float32, acc_layout)
         for k_step in range(k_steps):
@@ -111,6 +119,7 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, GROUP: gl.co
             acc, a, b = warpgroup_mma_wait(1, deps=(acc, a, b))
             mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES), pred=k_step > 0)
             step += 1
+        mbarrier.arrive(turn.index(1 - GROUP))  # the other group's turn
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((step + STAGES - 1) % STAGES))
         tma.store_wait(0)  # this group's previous tile has left c_buf
@@ -122,66 +131,77 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, GROUP: gl.co
 
 
 @gluon.jit
-def _matmul_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
-                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                            GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+def _matmul_pingpong_kernel(a_desc, b_desc, c_desc, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
                             NUM_SMS: gl.constexpr):  # fmt: skip
-    dtype: gl.constexpr = a_ptr.dtype.element_ty
-    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
-    b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_K, BLOCK_N], dtype)
-    c_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype)
-    a_desc = tma.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K], a_layout)
-    b_desc = tma.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BLOCK_K, BLOCK_N], b_layout)
-    c_desc = tma.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N], c_layout)
-
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_N], b_layout)
-    c_bufs = gl.allocate_shared_memory(dtype, [2, BLOCK_M, BLOCK_N], c_layout)
+    dtype: gl.constexpr = a_desc.dtype
+    BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    M = a_desc.shape[0]
+    K = a_desc.shape[1]
+    N = b_desc.shape[1]
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_N], b_desc.layout)
+    c_bufs = gl.allocate_shared_memory(dtype, [2, BLOCK_M, BLOCK_N], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
 
     gl.warp_specialize([
-        (_consumer, (c_desc, a_bufs, b_bufs, c_bufs.index(0), ready, empty, M, N, K, 0,
+        (_consumer, (c_desc, a_bufs, b_bufs, c_bufs.index(0), ready, empty, turn, M, N, K, 0,
                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, NUM_SMS)),
-        (_consumer, (c_desc, a_bufs, b_bufs, c_bufs.index(1), ready, empty, M, N, K, 1,
+        (_consumer, (c_desc, a_bufs, b_bufs, c_bufs.index(1), ready, empty, turn, M, N, K, 1,
                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, NUM_SMS)),
         (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, NUM_SMS)),
     ], [4, 1], [232, 40])  # fmt: skip
 
 
-CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, STAGES=5)
+TILE = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
+CONFIG = dict(GROUP_M=16, STAGES=5)
 MAXNREG = 168  # 65536 registers over 12 warps (3 warp groups) of 32 threads
 
 
-def _scratch(size: int, alignment: int, stream):
-    return torch.empty(size, device="cuda", dtype=torch.int8)
+def _descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
+    """Host-side TMA descriptors of the three matrices, in the tiles the kernel moves."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    dtype = gl.float16 if a.dtype == torch.float16 else gl.bfloat16
+    bm, bn, bk = TILE["BLOCK_M"], TILE["BLOCK_N"], TILE["BLOCK_K"]
+    return tuple(
+        TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+        for x, block in ((a, [bm, bk]), (b, [bk, bn]), (c, [bm, bn]))
+    )
 
 
 def matmul_pingpong(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    (m, k), n = a.shape, b.shape[1]
+    m, n = a.shape[0], b.shape[1]
     c = torch.empty((m, n), device=a.device, dtype=a.dtype)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    tiles = triton.cdiv(m, CONFIG["BLOCK_M"]) * triton.cdiv(n, CONFIG["BLOCK_N"])
-    triton.set_allocator(_scratch)
+    tiles = triton.cdiv(m, TILE["BLOCK_M"]) * triton.cdiv(n, TILE["BLOCK_N"])
     _matmul_pingpong_kernel[(min(sms, tiles),)](
-        a, b, c, m, n, k, **CONFIG, NUM_SMS=sms, num_warps=4, maxnreg=MAXNREG)
+        *_descriptors(a, b, c), **CONFIG, NUM_SMS=sms, num_warps=4, maxnreg=MAXNREG)
     return c
 
 
 def compile_only() -> int:
     """Compile for sm_90 on any machine (Triton ships ptxas) and print what it uses."""
-    from triton.backends.compiler import GPUTarget
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend, GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
-                 "M": "i32", "N": "i32", "K": "i32"}  # fmt: skip
-    constexprs = {name: value for name, value in CONFIG.items()} | {"NUM_SMS": 132}
-    for name, value in constexprs.items():
-        signature[name] = "constexpr"
+    a, b, c = (torch.empty(shape, dtype=torch.float16) for shape in ((256, 128), (128, 256),
+                                                                      (256, 256)))  # fmt: skip
+    signature = {name: native_specialize_impl(BaseBackend, desc, False, True, True)[0]
+                 for name, desc in zip(("a_desc", "b_desc", "c_desc"), _descriptors(a, b, c),
+                                       strict=True)}
+    constexprs = CONFIG | {"NUM_SMS": 132}
+    signature |= {name: "constexpr" for name in constexprs}
     source = GluonASTSource(_matmul_pingpong_kernel, signature, constexprs={
         (list(signature).index(name),): value for name, value in constexprs.items()})
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
@@ -238,7 +258,8 @@ def main(argv=None) -> int:
     for row in rows:
         print(f"{row['shape']:>16s} {row['dtype']:9s} {row['variant']:10s} {row['ms']:8.4f} "
               f"{row['tflops']:8.0f} {row['vs_torch_mm']:6.3f} {row['vs_reference']:6.3f}")
-    timing.write_json(args.output, {"environment": timing.environment(), "config": CONFIG,
+    timing.write_json(args.output, {"environment": timing.environment(),
+                                    "config": TILE | CONFIG,
                                     "rows": rows}, script=__file__, argv=argv)  # fmt: skip
     return 0
 
