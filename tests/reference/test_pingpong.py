@@ -1,0 +1,187 @@
+"""The Hopper ping-pong GEMM (``reference/kernels/pingpong.py``).
+
+Gluon has no interpreter, so on a CPU the kernel cannot run: these tests compile it for
+compute capability 9.0 with the ``ptxas`` Triton ships (every operand orientation, both
+16-bit dtypes) and check what the compiled kernel is, then check which products the matmul
+wrappers send to it. The ``gpu`` tests run it against the float64 oracle on a Hopper GPU.
+"""
+
+from __future__ import annotations
+
+# isort: off
+import os
+import re
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+import torch
+
+import learning  # noqa: F401  (chooses the interpreter before triton is imported)
+from learning import correctness, ops
+from learning.runtime import default_device
+from reference.kernels import matmul as matmul_module
+from reference.kernels import pingpong
+
+import triton  # after learning: the backend is chosen first
+
+# isort: on
+
+DEVICE = default_device()
+SHARED_MEMORY_LIMIT = 227 * 1024  # bytes a block may use on the H100 and H200
+ORIENTATIONS = [(False, False), (False, True), (True, False), (True, True)]
+ORIENTATION_IDS = ["A-B", "A-Bt", "At-B", "At-Bt"]
+
+
+def _sass(cubin: bytes, tmp_path: Path) -> str:
+    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([str(nvdisasm), str(path)], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+
+
+# every orientation in fp16; bf16 changes the element type only, so row-major is enough
+COMPILED = [(torch.float16, *o) for o in ORIENTATIONS] + [(torch.bfloat16, False, False)]
+
+
+@pytest.mark.parametrize(("dtype", "a_column_major", "b_column_major"), COMPILED,
+                         ids=[f"float16-{o}" for o in ORIENTATION_IDS] + ["bfloat16-A-B"])
+def test_the_kernel_compiles_for_hopper_without_spills(tmp_path, dtype, a_column_major,
+                                                       b_column_major):  # fmt: skip
+    """Three warp groups (a consumer group, another, and the producer's warp rounded up), the
+    register plan the partitions ask for, wgmma instructions, no register spills, and shared
+    memory within what one block may have."""
+    compiled = pingpong.compile_for_hopper(dtype, a_column_major, b_column_major)
+    assert compiled.metadata.num_warps == 12
+    assert compiled.metadata.shared <= SHARED_MEMORY_LIMIT
+    ptx = compiled.asm["ptx"]
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+232", ptx)
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+40", ptx)
+    assert "wgmma.mma_async" in ptx
+    sass = _sass(compiled.asm["cubin"], tmp_path)
+    assert "HGMMA" in sass
+    assert not re.search(r"\b(STL|LDL)\b", sass), "registers spill to local memory"
+
+
+def _matrix(rows: int, cols: int, dtype=torch.float16, transposed: bool = False):
+    """A rows x cols matrix, row-major or a transposed view of a cols x rows one."""
+    if transposed:
+        return torch.zeros((cols, rows), dtype=dtype).T
+    return torch.zeros((rows, cols), dtype=dtype)
+
+
+@pytest.mark.parametrize(("a_t", "b_t"), ORIENTATIONS, ids=ORIENTATION_IDS)
+def test_every_orientation_with_aligned_rows_suits(a_t, b_t):
+    a, b = _matrix(304, 64, transposed=a_t), _matrix(64, 40, transposed=b_t)
+    assert pingpong.suits(a, b)
+    assert pingpong.suits(a.to(torch.bfloat16), b.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    (_matrix(64, 64, torch.float32), _matrix(64, 64, torch.float32), "fp32"),
+    (_matrix(64, 61), _matrix(61, 64), "K = 61: rows not 16-byte aligned"),
+    (_matrix(64, 64), _matrix(64, 60), "N = 60: C's rows not aligned"),
+    (_matrix(64, 64)[:, 1:], _matrix(63, 64), "A starts 2 bytes into a row"),
+    (_matrix(300, 64, transposed=True), _matrix(64, 64), "A^T's memory rows: 300 elements"),
+    (_matrix(0, 64), _matrix(64, 64), "M = 0"),
+    (_matrix(64, 0), _matrix(0, 64), "K = 0"),
+], ids=lambda value: value if isinstance(value, str) else "")  # fmt: skip
+def test_what_does_not_suit(a, b, why):
+    assert not pingpong.suits(a, b), why
+
+
+def test_the_interpreter_never_takes_it():
+    a, b = _matrix(128, 64).to(DEVICE), _matrix(64, 128).to(DEVICE)
+    if DEVICE != "cpu":
+        pytest.skip("a GPU is present")
+    assert pingpong.suits(a, b) and not pingpong.ready(a, b)
+
+
+def test_the_persistent_launcher_hands_ready_products_to_it(monkeypatch):
+    """Forward, dA (B transposed) and an unsplit dB (A transposed) all go through
+    ``_launch_persistent``; when ``ready`` says yes, the ping-pong kernel gets the aligned
+    operands as they lie, and its result is returned as it is."""
+    taken = []
+
+    def fake_matmul(a, b):
+        taken.append((tuple(a.shape), a.stride(1) != 1, tuple(b.shape), b.stride(1) != 1))
+        return a.float() @ b.float()
+
+    monkeypatch.setattr(pingpong, "ready", lambda a, b: True)
+    monkeypatch.setattr(pingpong, "matmul", fake_matmul)
+    a = torch.randn(40, 64, device=DEVICE).half()
+    b = torch.randn(64, 24, device=DEVICE).half()
+    assert torch.equal(matmul_module._launch_persistent(a, b), a.float() @ b.float())
+    matmul_module._launch_persistent(a, b.T.contiguous().T)
+    matmul_module._launch_persistent(a.T.contiguous().T, b)
+    assert taken == [((40, 64), False, (64, 24), False), ((40, 64), False, (64, 24), True),
+                     ((40, 64), True, (64, 24), False)]  # fmt: skip
+
+
+def test_the_persistent_launcher_keeps_its_own_kernel_otherwise(monkeypatch):
+    monkeypatch.setattr(pingpong, "matmul", lambda a, b: pytest.fail("ping-pong was called"))
+    a = torch.randn(40, 64, device=DEVICE).half()
+    b = torch.randn(64, 24, device=DEVICE).half()
+    if pingpong.ready(a, b):
+        pytest.skip("this GPU takes the ping-pong kernel")
+    c = matmul_module._launch_persistent(a, b)
+    assert torch.allclose(c.float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
+
+
+# --------------------------------------------------------------------------- on a Hopper GPU
+
+
+def _hopper() -> bool:
+    return (torch.cuda.is_available() and DEVICE == "cuda"
+            and torch.cuda.get_device_capability() == (9, 0))  # fmt: skip
+
+
+hopper = pytest.mark.skipif(not _hopper(), reason="needs a compiled Hopper GPU (sm_90)")
+
+
+def _seed(*parts: object) -> int:
+    return 70_000 + zlib.crc32("/".join(map(str, parts)).encode()) % 10_000
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("shape", [(128, 128, 64), (3000, 2000, 1000), (16384, 1024, 1024),
+                                   (1, 8, 8), (4096, 4096, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))  # fmt: skip
+@pytest.mark.parametrize(("a_t", "b_t"), ORIENTATIONS, ids=ORIENTATION_IDS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=ops.dtype_name)
+def test_matches_the_oracle(shape, a_t, b_t, dtype):
+    """Edges in every dimension (3000 x 2000 x 1000: no size a multiple of 128), a single
+    row, several tiles a consumer group, both orientations of each operand."""
+    spec = ops.get("matmul")
+    inputs = spec.inputs(shape, dtype, _seed(shape, a_t, b_t, dtype), device="cuda")
+    a, b = inputs.values()
+    a = a.T.contiguous().T if a_t else a
+    b = b.T.contiguous().T if b_t else b
+    assert pingpong.ready(a, b)
+    verdicts = correctness.compare_all(
+        (pingpong.matmul(a, b),), spec.expected(inputs), spec.tolerances[dtype], dtype=dtype,
+        labels=correctness.output_labels(spec),
+    )  # fmt: skip
+    assert all(v.passed for v in verdicts), [v.reason for v in verdicts]
+
+
+@pytest.mark.gpu
+@hopper
+def test_no_size_compiles_again():
+    """The sizes are read from the descriptors at run time: after the first product, other
+    M, N and K compile nothing."""
+    kernel = pingpong._matmul_pingpong_kernel
+    variants = lambda: sum(len(c[0]) for c in kernel.device_caches.values())  # noqa: E731
+    run = lambda m, n, k: pingpong.matmul(torch.randn(m, k, device="cuda").half(),  # noqa: E731
+                                          torch.randn(k, n, device="cuda").half())
+    run(256, 256, 256)
+    torch.cuda.synchronize()
+    first = variants()
+    for shape in ((1000, 512, 64), (17, 4096, 1024), (4096, 8, 3000)):
+        run(*shape)
+    torch.cuda.synchronize()
+    assert variants() == first
+    assert os.environ.get("TRITON_INTERPRET") != "1"
