@@ -1,6 +1,6 @@
 """The ping-pong GEMM against the tile-language kernel and torch.mm (GPU only; ~60 s).
 
-    python3 scripts/gemm_pingpong.py --output results/h200/gemm-pingpong.json
+    python3 scripts/gemm_pingpong.py --host --output results/h200/gemm-pingpong-landed.json
 
 Times ``reference/kernels/pingpong.py`` (the Gluon kernel the 16-bit GEMM runs on Hopper),
 the persistent tile-language kernel of ``reference/kernels/matmul.py`` that it replaced there
@@ -10,24 +10,22 @@ bf16. Every output is checked against the float64 oracle before it is timed.
 
 The kernel was first written here, as a probe; ``results/h200/gemm-pingpong.json`` is that
 probe's run (its snapshot keeps the probe's source), and the kernel moved to ``reference/``.
-There it builds its descriptors on the device and never specializes its sizes or row
-strides; ``--variants`` also times the same kernel with its integers specialized (Triton's
-default: each compiled for being 1 or a multiple of 16), and with M alone left unspecialized,
-each a one-line rewrite of the decorator (``scripts/_variants.py``), and prints every
-variant's host time a call at 1024^3 (``_gpu_timing.host_us_per_call``).
+``--host`` also prints each variant's host time a call at 1024^3
+(``_gpu_timing.host_us_per_call``, three runs). An earlier version of the kernel built its
+descriptors on the device; ``gemm-pingpong-device-descriptors.json`` and
+``gemm-pingpong-variants.json`` are its runs (their snapshots keep its source and this
+script's, whose ``--variants`` timed it with its integers specialized).
 """
 
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 from _records import OneLineParser, positive_int  # noqa: E402
-from _variants import rewritten  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
@@ -37,12 +35,6 @@ from reference.kernels import matmul as gemm  # noqa: E402
 from reference.kernels import pingpong  # noqa: E402
 
 SHAPES = ((16384, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192))
-_DECORATOR = '@gluon.jit(do_not_specialize=["M", "N", "K", "lda", "ldb"])\n'
-REWRITES = {  # label: the decorator of the kernel, rewritten
-    "pp, ints spec.": [(_DECORATOR, "@gluon.jit\n", 1)],
-    "pp, M unspec.": [(_DECORATOR, '@gluon.jit(do_not_specialize=["M"])\n', 1)],
-}
-
 
 def tile_language(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``matmul.py``'s persistent kernel, as the 16-bit GEMM ran before the ping-pong one."""
@@ -61,9 +53,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the shuffled order of the rounds (default 0)")
     parser.add_argument("--output", help="write the rows as JSON here")
-    parser.add_argument("--variants", action="store_true",
-                        help="also time the kernel with its integers specialized, and print "
-                        "each variant's host time a call")
+    parser.add_argument("--host", action="store_true",
+                        help="also print each variant's host time a call at 1024^3")
     args = parser.parse_args(argv)
     timing.require_gpu("gemm_pingpong.py")
     ops.numerics_policy()
@@ -71,11 +62,6 @@ def main(argv=None) -> int:
     spec = ops.get("matmul")
     variants = {"tile lang.": tile_language, "torch.mm": spec.baselines["torch"],
                 "ping-pong": pingpong.matmul}  # fmt: skip
-    directory = tempfile.TemporaryDirectory()  # the rewritten modules' files, while they run
-    if args.variants:
-        for label, rewrites in REWRITES.items():
-            name = "pingpong_" + label.replace(" ", "_").replace(",", "").replace(".", "")
-            variants[label] = rewritten(pingpong, rewrites, Path(directory.name), name).matmul
     rows, host = [], {}
     for shape in SHAPES:
         dtype = torch.bfloat16 if shape[0] == 8192 else torch.float16
@@ -97,13 +83,12 @@ def main(argv=None) -> int:
                 "vs_torch_mm": medians["torch.mm"] / ms,
                 "vs_tile_language": medians["tile lang."] / ms,
             })  # fmt: skip
-    if args.variants:
+    if args.host:
         a = torch.randn((1024, 1024), device="cuda", dtype=torch.float16)
         for variant, fn in variants.items():
             fn(a, a)
             torch.cuda.synchronize()
             host[variant] = [timing.host_us_per_call(lambda fn=fn: fn(a, a)) for _ in range(3)]
-    directory.cleanup()
     print(f"{'shape':>16s} {'dtype':9s} {'variant':15s} {'ms':>8s} {'TFLOP/s':>8s} "
           f"{'vs mm':>6s} {'vs tile':>7s}")  # fmt: skip
     for row in rows:

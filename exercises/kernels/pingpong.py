@@ -67,6 +67,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma,
     warpgroup_mma_wait,
 )
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from learning.runtime import interpreting
 
@@ -167,36 +168,23 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, turn, M, N, K, GROUP:
     tma.store_wait(0)
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K", "lda", "ldb"])
-def _matmul_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb,
-                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
-                            GROUP_M: gl.constexpr, STAGES: gl.constexpr, NUM_SMS: gl.constexpr,
-                            A_COLUMN_MAJOR: gl.constexpr,
+@gluon.jit
+def _matmul_pingpong_kernel(a_desc, b_desc, c_desc, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                            NUM_SMS: gl.constexpr, A_COLUMN_MAJOR: gl.constexpr,
                             B_COLUMN_MAJOR: gl.constexpr):  # fmt: skip
     # C = A @ B: each A row panel read once per tile column, each B column panel once per
-    # tile row (L2 serves the repeats), C written once. The sizes and the two operands' row
-    # strides (lda, ldb: of their memory as it lies) are run-time values, never specialized:
-    # no size compiles again. The descriptors are built here, on the device (a launch with
-    # host-built ones cost ~125 us of host time on the H200, against torch.mm's 15).
-    dtype: gl.constexpr = c_ptr.dtype.element_ty
-    if A_COLUMN_MAJOR:  # A's memory is K x M
-        a_block: gl.constexpr = [BLOCK_K, BLOCK_M]
-        a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for(a_block, dtype)
-        a_desc = tma.make_tensor_descriptor(a_ptr, [K, M], [lda, 1], a_block, a_layout)
+    # tile row (L2 serves the repeats), C written once
+    dtype: gl.constexpr = c_desc.dtype
+    BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    M = c_desc.shape[0]
+    N = c_desc.shape[1]
+    if A_COLUMN_MAJOR:
+        BLOCK_K: gl.constexpr = a_desc.block_type.shape[0]
+        K = a_desc.shape[0]
     else:
-        a_block: gl.constexpr = [BLOCK_M, BLOCK_K]
-        a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for(a_block, dtype)
-        a_desc = tma.make_tensor_descriptor(a_ptr, [M, K], [lda, 1], a_block, a_layout)
-    if B_COLUMN_MAJOR:  # B's memory is N x K
-        b_block: gl.constexpr = [BLOCK_N, BLOCK_K]
-        b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for(b_block, dtype)
-        b_desc = tma.make_tensor_descriptor(b_ptr, [N, K], [ldb, 1], b_block, b_layout)
-    else:
-        b_block: gl.constexpr = [BLOCK_K, BLOCK_N]
-        b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for(b_block, dtype)
-        b_desc = tma.make_tensor_descriptor(b_ptr, [K, N], [ldb, 1], b_block, b_layout)
-    c_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_N], dtype)
-    c_desc = tma.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N], c_layout)
+        BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+        K = a_desc.shape[1]
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_bufs = gl.allocate_shared_memory(dtype, [2, BLOCK_M, BLOCK_N], c_desc.layout)
@@ -224,6 +212,11 @@ def _matmul_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb,
 # --------------------------------------------------------------------------- launcher
 
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+
+
+@functools.lru_cache(maxsize=32)
+def _shared_layout(block: tuple[int, int], dtype: torch.dtype):
+    return gl.NVMMASharedLayout.get_default_for(list(block), _GLUON_DTYPES[dtype])
 
 
 def _column_major(t: torch.Tensor) -> bool:
@@ -267,26 +260,28 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-    # the device-side descriptors live in global memory: 128 bytes each, three a program
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _row_stride(t: torch.Tensor) -> int:
-    """The distance between the rows of ``t``'s memory as it lies, in elements."""
-    return t.stride(1) if _column_major(t) else t.stride(0)
+def _descriptor(t: torch.Tensor, block: tuple[int, int]) -> TensorDescriptor:
+    """A TMA descriptor of ``t``'s memory as it lies (a transposed view: its transpose), moving
+    ``block`` tiles of it. Built here and passed to the kernel by value. A version of the
+    kernel that built its descriptors on the device, from pointers, took less host time a
+    call (31-37 us at 1024^3 against torch.mm's 12) but ran 0.98-1.00x torch.mm at
+    16384 x 1024 x 1024 where this one runs 1.04-1.06x (``results/h200/gemm-pingpong-
+    variants.log``, ``gemm-pingpong-device-descriptors.log``)."""
+    memory = t.T if _column_major(t) else t
+    if _column_major(t):
+        block = block[::-1]
+    return TensorDescriptor.from_tensor(memory, list(block), _shared_layout(block, t.dtype))
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``C = A @ B`` through the ping-pong kernel; the caller has checked :func:`ready`."""
-    m, k = a.shape
-    n = b.shape[1]
+    m, n = a.shape[0], b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    bm, bn, bk = TILE["BLOCK_M"], TILE["BLOCK_N"], TILE["BLOCK_K"]
     sms = _sm_count(a.device)
-    tiles = triton.cdiv(m, TILE["BLOCK_M"]) * triton.cdiv(n, TILE["BLOCK_N"])
-    triton.set_allocator(_scratch)  # a context variable: set where the launch happens
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     _matmul_pingpong_kernel[(min(sms, tiles),)](
-        a, b, c, m, n, k, _row_stride(a), _row_stride(b), **TILE,
+        _descriptor(a, (bm, bk)), _descriptor(b, (bk, bn)), _descriptor(c, (bm, bn)),
         GROUP_M=GROUP_M, STAGES=STAGES, NUM_SMS=sms,
         A_COLUMN_MAJOR=_column_major(a), B_COLUMN_MAJOR=_column_major(b),
         num_warps=NUM_WARPS, maxnreg=MAXNREG,
@@ -299,14 +294,22 @@ def compile_for_hopper(dtype: torch.dtype = torch.float16, a_column_major: bool 
     """Compile the kernel for compute capability 9.0 on this machine, GPU or not (Triton ships
     its own ``ptxas``), and return Triton's ``CompiledKernel``: what the CPU tests inspect
     (warps, shared memory, the PTX, the cubin)."""
-    from triton.backends.compiler import GPUTarget
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend, GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    pointer = "*" + {torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
-    signature = {"a_ptr": pointer, "b_ptr": pointer, "c_ptr": pointer,
-                 "M": "i32", "N": "i32", "K": "i32", "lda": "i32", "ldb": "i32"}  # fmt: skip
-    constexprs = TILE | dict(GROUP_M=GROUP_M, STAGES=STAGES, NUM_SMS=132,
-                             A_COLUMN_MAJOR=a_column_major, B_COLUMN_MAJOR=b_column_major)
+    bm, bn, bk = TILE["BLOCK_M"], TILE["BLOCK_N"], TILE["BLOCK_K"]
+    a = torch.empty((bk, bm) if a_column_major else (bm, bk), dtype=dtype)
+    b = torch.empty((bn, bk) if b_column_major else (bk, bn), dtype=dtype)
+    c = torch.empty((bm, bn), dtype=dtype)
+    a, b = (a.T if a_column_major else a), (b.T if b_column_major else b)
+    signature = {
+        name: native_specialize_impl(BaseBackend, _descriptor(t, block), False, True, True)[0]
+        for name, t, block in (("a_desc", a, (bm, bk)), ("b_desc", b, (bk, bn)),
+                               ("c_desc", c, (bm, bn)))
+    }  # fmt: skip
+    constexprs = dict(GROUP_M=GROUP_M, STAGES=STAGES, NUM_SMS=132,
+                      A_COLUMN_MAJOR=a_column_major, B_COLUMN_MAJOR=b_column_major)  # fmt: skip
     signature |= {name: "constexpr" for name in constexprs}
     names = list(signature)
     source = GluonASTSource(_matmul_pingpong_kernel, signature, constexprs={
