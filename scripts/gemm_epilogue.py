@@ -20,8 +20,12 @@ M x N = 16384 x 1024 for K = 1024, 2048, 4096 and 8192, and at 4096^3, all fp16:
 * ``no store``: the reference module with one source rewrite (``scripts/_variants.py``): a
   branch the compiler cannot rule out (``M >= 0``, M a runtime argument) skips the tile's
   conversion and store, so every load and MMA still runs and C is never written. Its time
-  against the reference's is what the epilogue costs, C's DRAM writes included; it is not
-  checked against the oracle (its C is whatever the buffer held), the other two are.
+  against the reference's was meant to be what the epilogue costs, C's DRAM writes
+  included; it is not checked against the oracle (its C is whatever the buffer held), the
+  other two are. On the H200 it ran 1.9-2.4x *slower* than the reference at every K
+  (``results/h200/gemm-epilogue.log``): the branch changed the compiled loop, so that
+  variant measures the branch, not the epilogue. ``results/NOTES.md`` reads the K sweep
+  and Nsight Compute instead.
 
 It prints each variant's time, TFLOP/s, ratio to torch.mm, and the tiling the autotuner
 picked for the two Triton variants. ``--profile VARIANT --shape M N K`` instead calls one
