@@ -185,3 +185,114 @@ def test_no_size_compiles_again():
     torch.cuda.synchronize()
     assert variants() == first
     assert os.environ.get("TRITON_INTERPRET") != "1"
+
+
+# --------------------------------------------------------------------------- the ring, modelled
+# The kernel's synchronization, replayed in Python under random interleavings of its three
+# partitions: the producer and the two consumer groups. An mbarrier here counts its completed
+# phases, and a wait on parity p passes when that count's parity differs from p: the rule
+# the hardware applies, which cannot tell a count from the same count plus two. The model
+# checks that every consumer reads a buffer holding the fill it expects, and that the
+# producer refills a buffer only after its last reader freed it.
+
+
+class _Barrier:
+    def __init__(self) -> None:
+        self.completed = 0  # phases completed (count 1: one arrival completes a phase)
+
+    def passes(self, parity: int) -> bool:
+        return self.completed % 2 != parity
+
+
+def _passes(barrier: _Barrier, parity: int) -> bool:
+    return barrier.passes(parity)
+
+
+def _run_ring(tiles: int, k_steps: int, stages: int, turns: bool, seed: int) -> str:
+    """One random interleaving of a program's partitions; "" if it kept the ring's rules,
+    else the first violation."""
+    import random
+
+    ready = [_Barrier() for _ in range(stages)]
+    empty = [_Barrier() for _ in range(stages)]
+    turn = [_Barrier(), _Barrier()]
+    filled = [-1] * stages  # which fill (the ring's position) each buffer holds
+    freed = [-1] * stages  # the last fill of each buffer a consumer freed
+
+    def producer():
+        for fill in range(tiles * k_steps):
+            slot = fill % stages
+            yield empty[slot], ((fill // stages) & 1) ^ 1
+            if fill >= stages and freed[slot] != fill - stages:
+                yield f"fill {fill} overwrote buffer {slot}, whose fill {fill - stages} was unread"
+            filled[slot] = fill
+            ready[slot].completed += 1  # the TMA unit's bytes landed
+
+    def consumer(group):
+        for nth in range(group, tiles, 2):
+            mine = nth // 2
+            if turns and group == 0 and mine > 0:
+                yield turn[0], (mine + 1) & 1
+            if turns and group == 1:
+                yield turn[1], mine & 1
+            for k_step in range(k_steps):
+                fill = nth * k_steps + k_step
+                slot = fill % stages
+                yield ready[slot], (fill // stages) & 1
+                if filled[slot] != fill:
+                    yield f"group {group} read buffer {slot} for fill {fill}: {filled[slot]}"
+                if k_step > 0:  # the MMA before this one is done: free its buffer
+                    previous = (fill - 1) % stages
+                    freed[previous] = fill - 1
+                    empty[previous].completed += 1
+            if turns:
+                turn[1 - group].completed += 1
+            last = (nth * k_steps + k_steps - 1) % stages
+            freed[last] = nth * k_steps + k_steps - 1
+            empty[last].completed += 1
+
+    shuffle = random.Random(seed)
+    running = {"producer": producer(), "group 0": consumer(0), "group 1": consumer(1)}
+    waiting = {name: None for name in running}
+    while running:
+        ready_to_go = [n for n in running if waiting[n] is None or _passes(*waiting[n])]
+        if not ready_to_go:
+            return "deadlock: every partition waits"
+        name = shuffle.choice(ready_to_go)
+        try:
+            step = next(running[name])
+        except StopIteration:
+            del running[name]
+            continue
+        if isinstance(step, str):
+            return step
+        waiting[name] = step
+    return ""
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("k_steps", [1, 2, 5, 16])
+def test_the_ring_keeps_its_rules_with_the_turn_barrier(tiles, k_steps):
+    """Under 300 random interleavings, with the kernel's ring of STAGES buffers: every read
+    finds its fill, no buffer is refilled unread, nothing deadlocks."""
+    for seed in range(300):
+        violation = _run_ring(tiles, k_steps, pingpong.STAGES, turns=True, seed=seed)
+        assert not violation, f"{tiles} tiles of {k_steps} steps, seed {seed}: {violation}"
+
+
+def test_without_the_turn_barrier_a_group_reads_a_buffer_before_its_bytes_land():
+    """The kernel's first version: right on the products it was first tried on (one tile a
+    program, or fewer K steps a tile than the ring has buffers), wrong once a program has two
+    tiles of STAGES steps or more (16384 x 1024 x 1024: about four of 16). The second group
+    waits from the start for its first tile's first buffer, a fill one or more rounds of
+    the ring ahead, and a barrier one phase behind already has the parity it waits for."""
+    stages = pingpong.STAGES
+    for tiles, k_steps in ((1, 16), (4, 1), (4, stages - 1)):
+        violations = [_run_ring(tiles, k_steps, stages, turns=False, seed=seed)
+                      for seed in range(200)]  # fmt: skip
+        assert not any(violations), (tiles, k_steps, [v for v in violations if v][:2])
+    for tiles, k_steps in ((2, stages), (4, 16)):
+        found = [v for v in (_run_ring(tiles, k_steps, stages, turns=False, seed=seed)
+                             for seed in range(200)) if v]  # fmt: skip
+        assert found, f"no interleaving of {tiles} tiles of {k_steps} steps broke the ring"
+        assert all("read buffer" in v for v in found), found[:3]
