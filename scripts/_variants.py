@@ -27,7 +27,9 @@ def rewritten(module: ModuleType, rewrites, directory: Path, name: str) -> Modul
             )
         source = source.replace(old, new)
     package = module.__name__.rpartition(".")[0]
-    source = source.replace("\nfrom .", f"\nfrom {package}.")  # a module now, not in a package
+    # a module now, not in a package: "from . import x" and "from .x import y" made absolute
+    source = source.replace("\nfrom . import ", f"\nfrom {package} import ")
+    source = source.replace("\nfrom .", f"\nfrom {package}.")
     return module_from_source(source, directory, name)
 
 

@@ -14,11 +14,16 @@ probe's run (its snapshot keeps the probe's source), and the kernel moved to ``r
 (``_gpu_timing.host_us_per_call``, three runs). An earlier version of the kernel built its
 descriptors on the device; ``gemm-pingpong-device-descriptors.json`` and
 ``gemm-pingpong-variants.json`` are its runs (their snapshots keep its source and this
-script's, whose ``--variants`` timed it with its integers specialized).
+script's, whose ``--variants`` timed it with its integers specialized). ``--host-profile``
+takes the kernel's host time a call at 1024^3 apart: each step of ``pingpong.matmul`` timed
+alone, and the whole call under ``cProfile`` (the functions with the most time of their own).
 """
 
 from __future__ import annotations
 
+import cProfile
+import io
+import pstats
 import sys
 from pathlib import Path
 
@@ -46,6 +51,40 @@ def tile_language(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         pingpong.ready = ready
 
 
+def host_profile() -> dict:
+    """Host microseconds a call at 1024^3 fp16 of each step of ``pingpong.matmul``, and the
+    whole call's ``cProfile`` table (printed; its top rows returned)."""
+    a = torch.randn((1024, 1024), device="cuda", dtype=torch.float16)
+    bm, bn, bk = (pingpong.TILE[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    sms = pingpong._sm_count(a.device)
+    c = torch.empty((1024, 1024), dtype=a.dtype, device=a.device)
+    descriptors = (pingpong._descriptor(a, (bm, bk)), pingpong._descriptor(a, (bk, bn)),
+                   pingpong._descriptor(c, (bm, bn)))  # fmt: skip
+    meta = dict(GROUP_M=pingpong.GROUP_M, STAGES=pingpong.STAGES, NUM_SMS=sms,
+                A_COLUMN_MAJOR=False, B_COLUMN_MAJOR=False, num_warps=pingpong.NUM_WARPS,
+                maxnreg=pingpong.MAXNREG)  # fmt: skip
+    kernel = pingpong._matmul_pingpong_kernel
+    steps = {
+        "whole call": lambda: pingpong.matmul(a, a),
+        "torch.empty": lambda: torch.empty((1024, 1024), dtype=a.dtype, device=a.device),
+        "3 descriptors": lambda: (pingpong._descriptor(a, (bm, bk)),
+                                  pingpong._descriptor(a, (bk, bn)),
+                                  pingpong._descriptor(c, (bm, bn))),
+        "kernel[grid], descriptors made": lambda: kernel[(64,)](*descriptors, **meta),
+    }  # fmt: skip
+    times = timing.interleaved_host_us(steps, calls_per_sample=1000, rounds=5)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(2000):
+        pingpong.matmul(a, a)
+    profiler.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+    print(text.getvalue())
+    return {"us_per_call": times, "profile_top": text.getvalue().splitlines()[:60]}
+
+
 def main(argv=None) -> int:
     parser = OneLineParser(prog="gemm_pingpong", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=7,
@@ -55,9 +94,18 @@ def main(argv=None) -> int:
     parser.add_argument("--output", help="write the rows as JSON here")
     parser.add_argument("--host", action="store_true",
                         help="also print each variant's host time a call at 1024^3")
+    parser.add_argument("--host-profile", action="store_true",
+                        help="only take the ping-pong kernel's host time apart (no timing)")
     args = parser.parse_args(argv)
     timing.require_gpu("gemm_pingpong.py")
     ops.numerics_policy()
+    if args.host_profile:
+        steps = host_profile()
+        for step, us in steps["us_per_call"].items():
+            print(f"host us a call at 1024^3 fp16, {step}: {us:.1f}")
+        timing.write_json(args.output, {"environment": timing.environment(), "host": steps},
+                          script=__file__, argv=argv)  # fmt: skip
+        return 0
     timing.warm_gpu()
     spec = ops.get("matmul")
     variants = {"tile lang.": tile_language, "torch.mm": spec.baselines["torch"],

@@ -39,10 +39,14 @@
 #   scripts/h200_evidence.sh evict-ncu OUTDIR  the eviction hint's kernels with and without it, ncu
 #   scripts/h200_evidence.sh gemm-epilogue OUTDIR the GEMM over K with its store skipped; the
 #                                             reference and cuBLAS at the two gap shapes, ncu
+#   scripts/h200_evidence.sh gemm-regimes OUTDIR the ping-pong kernel and cuBLAS from a rested
+#                                             GPU to its power limit (NVML); ncu; host time apart
+#   scripts/h200_evidence.sh gemm-cooperative OUTDIR a cooperative Gluon GEMM against the
+#                                             ping-pong kernel and cuBLAS, each alone; ncu
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-cooperative|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -55,6 +59,30 @@ step() {
     echo "$name: exit $? in $((SECONDS - start)) s"
     # EVIDENCE_TAR=path: keep a tarball of everything so far, in case a later step is cut off
     if [ -n "${EVIDENCE_TAR:-}" ]; then tar czf "$EVIDENCE_TAR" -C "$(dirname "$out")" "$(basename "$out")"; fi
+}
+# One GEMM variant under Nsight Compute (SCRIPT --profile VARIANT --shape M N K: the script
+# calls it once inside a profiler range), clocks left as they are. Only the metrics this ncu
+# knows are asked for (an unknown name stops the whole profile).
+gemm_ncu() {
+    local name=$1 script=$2 variant=$3; shift 3
+    local known metrics=gpu__time_duration.sum metric
+    known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')
+    for metric in launch__grid_size launch__block_size launch__registers_per_thread \
+            launch__cluster_dim_x launch__cluster_dim_y launch__cluster_dim_z \
+            lts__t_bytes.sum lts__t_sectors_op_read.sum lts__t_sectors_op_write.sum \
+            lts__t_sectors_srcunit_tex_op_read.sum lts__t_sector_hit_rate.pct \
+            lts__throughput.avg.pct_of_peak_sustained_elapsed dram__bytes_read.sum \
+            dram__bytes_write.sum sm__throughput.avg.pct_of_peak_sustained_elapsed \
+            sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+            sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+            sm__inst_executed_pipe_tensor_op_gmma.sum sm__cycles_elapsed.avg.per_second \
+            lts__cycles_elapsed.avg.per_second smsp__cycles_active.avg; do
+        grep -qx "${metric%%.*}" <<<"$known" && metrics=$metrics,$metric
+    done
+    metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    step "$name" timeout 150 ncu --clock-control none --profile-from-start off \
+        --metrics "$metrics" --section LaunchStats --section SpeedOfLight --csv \
+        --print-units base python3 "$script" --profile "$variant" --shape "$@"
 }
 recorded="--samples 15 --visits 5"
 # The recorded sweeps (tests/results/ checks that they measured the landed files), by name.
@@ -289,30 +317,34 @@ gemm-epilogue)
     step gemm-epilogue timeout 240 python3 scripts/gemm_epilogue.py \
         --output "$out/gemm-epilogue.json"
     # the reference and cuBLAS at the two gap shapes under Nsight Compute (clocks left as they
-    # are): clusters, L2 and DRAM traffic, the tensor pipe's busy share, stall reasons. Only
-    # the metrics this ncu knows are asked for (an unknown name stops the whole profile).
-    known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')
-    metrics=gpu__time_duration.sum
-    for metric in launch__grid_size launch__block_size launch__registers_per_thread \
-            launch__cluster_dim_x launch__cluster_dim_y launch__cluster_dim_z \
-            lts__t_bytes.sum lts__t_sectors_op_read.sum lts__t_sectors_op_write.sum \
-            lts__t_sectors_srcunit_tex_op_read.sum lts__t_sector_hit_rate.pct \
-            lts__throughput.avg.pct_of_peak_sustained_elapsed dram__bytes_read.sum \
-            dram__bytes_write.sum sm__throughput.avg.pct_of_peak_sustained_elapsed \
-            sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
-            sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
-            sm__inst_executed_pipe_tensor_op_gmma.sum sm__cycles_elapsed.avg.per_second \
-            smsp__cycles_active.avg; do
-        grep -qx "${metric%%.*}" <<<"$known" && metrics=$metrics,$metric
-    done
-    metrics="$metrics,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    # are): clusters, L2 and DRAM traffic, the tensor pipe's busy share, stall reasons
     for run in "16384 1024 1024" "4096 4096 4096"; do
         for variant in reference torch.mm; do
-            step "ncu-gemm-${variant/./}-${run// /x}" timeout 150 ncu --clock-control none \
-                --profile-from-start off --metrics "$metrics" --section LaunchStats \
-                --section SpeedOfLight --csv --print-units base python3 scripts/gemm_epilogue.py \
-                --profile "$variant" --shape $run
+            gemm_ncu "ncu-gemm-${variant/./}-${run// /x}" scripts/gemm_epilogue.py "$variant" \
+                $run
         done
+    done
+    ;;
+gemm-regimes)
+    # the ping-pong kernel and cuBLAS from a rested GPU to the power limit (NVML over time),
+    # both under Nsight Compute at the gap shape, and the ping-pong kernel's host time apart
+    step gemm-regimes timeout 200 python3 scripts/gemm_regimes.py \
+        --output "$out/gemm-regimes.json"
+    step gemm-pingpong-host timeout 120 python3 scripts/gemm_pingpong.py --host-profile \
+        --output "$out/gemm-pingpong-host.json"
+    for variant in reference torch.mm; do
+        gemm_ncu "ncu-gemm-regimes-${variant/./}-16384x1024x1024" scripts/gemm_epilogue.py \
+            "$variant" 16384 1024 1024
+    done
+    ;;
+gemm-cooperative)
+    # a cooperative Gluon GEMM (256 x 128 tiles shared by two consumer groups) against the
+    # ping-pong kernel and cuBLAS, each alone; the three under Nsight Compute at the gap shape
+    step gemm-cooperative timeout 300 python3 scripts/gemm_cooperative.py \
+        --output "$out/gemm-cooperative.json"
+    for variant in cooperative ping-pong torch.mm; do
+        gemm_ncu "ncu-gemm-cooperative-${variant/./}-16384x1024x1024" \
+            scripts/gemm_cooperative.py "$variant" 16384 1024 1024
     done
     ;;
 gemm-graph)

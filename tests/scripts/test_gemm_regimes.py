@@ -1,0 +1,74 @@
+"""The GEMM regime scripts (scripts/gemm_regimes.py, scripts/gemm_cooperative.py) on a CPU.
+
+They measure on a Hopper GPU only; here: their refusal of a CPU and of bad arguments (one line,
+exit 2, nothing written), and the arithmetic that turns replays and NVML samples into the
+windows they print.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import gemm_regimes  # noqa: E402  (imports learning first: it selects the backend)
+
+from learning.runtime import interpreting  # noqa: E402
+
+
+def _run(script: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+
+
+@pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
+@pytest.mark.parametrize("script", ["gemm_regimes.py", "gemm_cooperative.py"])
+def test_they_refuse_a_cpu_in_one_line_and_write_nothing(script, tmp_path):
+    output = tmp_path / "out.json"
+    done = _run(script, "--rounds", "1", "--output", output)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
+    assert "Traceback" not in done.stderr and not output.exists()
+
+
+@pytest.mark.parametrize(("script", "args", "says"), [
+    ("gemm_regimes.py", ["--rounds", "0"], "--rounds"),
+    ("gemm_regimes.py", ["--seconds", "-1"], "--seconds"),
+    ("gemm_cooperative.py", ["--rest-s", "x"], "--rest-s"),
+    ("gemm_cooperative.py", ["--profile", "torch.mm"], "--profile and --shape go together"),
+    ("gemm_cooperative.py", ["--profile", "cublas", "--shape", "8", "8", "8"], "--profile"),
+])  # fmt: skip
+def test_bad_arguments_are_one_line_and_exit_2(script, args, says, tmp_path):
+    output = tmp_path / "out.json"
+    done = _run(script, *args, "--output", output)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(script.removesuffix(".py")) and says in lines[0]
+    assert not output.exists()
+
+
+def test_windows_take_the_replays_and_samples_that_started_in_them():
+    """A run of 500 ms: windows 0-20, 20-100, 100-300 and 300-500; each replay's rate and each
+    NVML sample counted in the window it started in; rate per GHz from the medians."""
+    rates = [(t, 600.0 if t < 100 else 500.0) for t in range(0, 500, 2)]
+    power_cap = gemm_regimes.POWER_CAP
+    nvml = [(t + 0.5, 1980 if t < 100 else 1500, 700.0, power_cap if t >= 300 else 0)
+            for t in range(0, 500)]  # fmt: skip
+    rows = gemm_regimes.summarize(rates, nvml, seconds=0.5)
+    assert [row["window_ms"] for row in rows] == [[0, 20], [20, 100], [100, 300], [300, 500.0]]
+    first, _, third, last = rows
+    assert first["replays"] == 10 and first["tflops"] == 600.0 and first["sm_mhz"] == 1980
+    assert first["tflops_per_ghz"] == pytest.approx(600 / 1.98)
+    assert third["tflops"] == 500.0 and third["sm_mhz"] == 1500 and third["power_capped"] == 0
+    assert last["power_capped"] == 1.0 and last["tflops_per_ghz"] == pytest.approx(500 / 1.5)
+
+
+def test_a_run_shorter_than_a_window_edge_ends_its_last_window_there():
+    rows = gemm_regimes.summarize([(1.0, 100.0), (50.0, 90.0)], [(1.0, 1000, 1.0, 0),
+                                                                 (50.0, 1000, 1.0, 0)], 0.06)
+    assert [row["window_ms"] for row in rows] == [[0, 20], [20, 60.0]]
