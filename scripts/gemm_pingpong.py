@@ -1,22 +1,25 @@
-"""The ping-pong GEMM against the tile-language kernel and torch.mm (GPU only; ~60 s).
+"""The Hopper Gluon GEMMs against the tile-language kernel and torch.mm, interleaved (GPU
+only; ~80 s).
 
     python3 scripts/gemm_pingpong.py --host --output results/h200/gemm-pingpong-landed.json
 
-Times ``reference/kernels/pingpong.py`` (the Gluon kernel the 16-bit GEMM runs on Hopper),
-the persistent tile-language kernel of ``reference/kernels/matmul.py`` that it replaced there
-(reached by telling ``pingpong.ready`` no), and ``torch.mm``, interleaved under CUDA-graph
-replay with every graph captured first, at 16384 x 1024 x 1024 and 4096^3 fp16 and 8192^3
-bf16. Every output is checked against the float64 oracle before it is timed.
+Times ``reference/kernels/cooperative.py`` (the Gluon kernel the 16-bit GEMM runs on Hopper),
+``reference/kernels/pingpong.py`` (the one it replaced), the persistent tile-language kernel
+of ``reference/kernels/matmul.py`` that both replaced there (reached by telling
+``pingpong.ready`` no), and ``torch.mm``, interleaved under CUDA-graph replay with every graph
+captured first, at 16384 x 1024 x 1024 and 4096^3 fp16 and 8192^3 bf16. Every output is
+checked against the float64 oracle before it is timed. Interleaved, the variants share one
+clock, which the mix of them sets near the power limit: ``gemm_regimes.py`` times each alone.
 
-The kernel was first written here, as a probe; ``results/h200/gemm-pingpong.json`` is that
-probe's run (its snapshot keeps the probe's source), and the kernel moved to ``reference/``.
-``--host`` also prints each variant's host time a call at 1024^3
-(``_gpu_timing.host_us_per_call``, three runs). An earlier version of the kernel built its
-descriptors on the device; ``gemm-pingpong-device-descriptors.json`` and
+The ping-pong kernel was first written here, as a probe; ``results/h200/gemm-pingpong.json``
+is that probe's run (its snapshot keeps the probe's source), and the kernel moved to
+``reference/``. ``--host`` also prints each variant's host time a call at 1024^3
+(``_gpu_timing.host_us_per_call``, three runs). An earlier version of the ping-pong kernel
+built its descriptors on the device; ``gemm-pingpong-device-descriptors.json`` and
 ``gemm-pingpong-variants.json`` are its runs (their snapshots keep its source and this
 script's, whose ``--variants`` timed it with its integers specialized). ``--host-profile``
-takes the kernel's host time a call at 1024^3 apart: each step of ``pingpong.matmul`` timed
-alone, and the whole call under ``cProfile`` (the functions with the most time of their own).
+takes the host time a call at 1024^3 apart: each kernel's whole call and its steps, sampled
+in turns, and the landed kernel's call under ``cProfile``.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from _records import OneLineParser, positive_int  # noqa: E402
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
+from reference.kernels import cooperative, pingpong  # noqa: E402
 from reference.kernels import matmul as gemm  # noqa: E402
-from reference.kernels import pingpong  # noqa: E402
 
 SHAPES = ((16384, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192))
 
@@ -52,8 +55,10 @@ def tile_language(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def host_profile() -> dict:
-    """Host microseconds a call at 1024^3 fp16 of each step of ``pingpong.matmul``, and the
-    whole call's ``cProfile`` table (printed; its top rows returned)."""
+    """Host microseconds a call at 1024^3 fp16: each Hopper kernel's whole call, ``torch.mm``'s,
+    and the steps of a call (the output's allocation, three descriptors, the ping-pong
+    kernel's ``kernel[grid]`` with its descriptors made), sampled in turns; and the landed
+    (cooperative) kernel's call under ``cProfile`` (printed; its top rows returned)."""
     a = torch.randn((1024, 1024), device="cuda", dtype=torch.float16)
     bm, bn, bk = (pingpong.TILE[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     sms = pingpong._sm_count(a.device)
@@ -65,26 +70,28 @@ def host_profile() -> dict:
                 maxnreg=pingpong.MAXNREG)  # fmt: skip
     kernel = pingpong._matmul_pingpong_kernel
     steps = {
-        "whole call": lambda: pingpong.matmul(a, a),
+        "cooperative, whole call": lambda: cooperative.matmul(a, a),
+        "ping-pong, whole call": lambda: pingpong.matmul(a, a),
+        "torch.mm": lambda: torch.mm(a, a),
         "torch.empty": lambda: torch.empty((1024, 1024), dtype=a.dtype, device=a.device),
         "3 descriptors": lambda: (pingpong._descriptor(a, (bm, bk)),
                                   pingpong._descriptor(a, (bk, bn)),
                                   pingpong._descriptor(c, (bm, bn))),
-        "kernel[grid], descriptors made": lambda: kernel[(64,)](*descriptors, **meta),
+        "ping-pong kernel[grid], descriptors made": lambda: kernel[(64,)](*descriptors, **meta),
     }  # fmt: skip
-    times = timing.interleaved_host_us(steps, calls_per_sample=1000, rounds=5)
+    times = timing.interleaved_host_us(steps, calls_per_sample=1000, rounds=7)
+    direct = cooperative._LAUNCH.direct_launches
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(2000):
-        pingpong.matmul(a, a)
+        cooperative.matmul(a, a)
     profiler.disable()
     torch.cuda.synchronize()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
     print(text.getvalue())
-    return {"us_per_call": times, "profile_top": text.getvalue().splitlines()[:60]}
-
-
+    return {"us_per_call": times, "profile_top": text.getvalue().splitlines()[:60],
+            "direct_launches_of_2000": cooperative._LAUNCH.direct_launches - direct}
 def main(argv=None) -> int:
     parser = OneLineParser(prog="gemm_pingpong", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=7,
@@ -103,13 +110,14 @@ def main(argv=None) -> int:
         steps = host_profile()
         for step, us in steps["us_per_call"].items():
             print(f"host us a call at 1024^3 fp16, {step}: {us:.1f}")
+        print(f"direct launches: {steps['direct_launches_of_2000']} of 2000 profiled calls")
         timing.write_json(args.output, {"environment": timing.environment(), "host": steps},
                           script=__file__, argv=argv)  # fmt: skip
         return 0
     timing.warm_gpu()
     spec = ops.get("matmul")
     variants = {"tile lang.": tile_language, "torch.mm": spec.baselines["torch"],
-                "ping-pong": pingpong.matmul}  # fmt: skip
+                "ping-pong": pingpong.matmul, "cooperative": cooperative.matmul}  # fmt: skip
     rows, host = [], {}
     for shape in SHAPES:
         dtype = torch.bfloat16 if shape[0] == 8192 else torch.float16

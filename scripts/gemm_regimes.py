@@ -1,21 +1,33 @@
-"""The GEMM from a rested GPU to its power limit: rate, SM clock and power over time (GPU only).
+"""The Hopper GEMMs, each alone, from a rested GPU to its power limit: rate, SM clock and
+power over time (GPU only; ~2 min).
 
     python3 scripts/gemm_regimes.py --output results/h200/gemm-regimes.json
+    python3 scripts/gemm_regimes.py --profile cooperative --shape 16384 1024 1024  # under ncu
 
 kernel-bench's samples (30-call graphs with idle host gaps between them) meet a rested GPU;
-the companion scripts' interleaved 10 ms graphs meet one at its power limit. At 16384 x 1024 x
-1024 fp16 the ping-pong kernel reads 3-5% behind ``torch.mm`` in the first regime and 4-7%
-ahead in the second (``results/NOTES.md``, "Two regimes"). This script follows both kernels
-from one regime into the other. For each shape, in ``--rounds`` rounds of a shuffled order,
-each variant waits ``--rest-s`` seconds idle, then replays a captured 30-call graph back to
-back for ``--seconds``; every replay is timed with CUDA events, and a thread samples NVML
-(the SM clock, the power draw, the clock-event reasons) about every millisecond.
+the companion scripts' interleaved 10 ms graphs meet one at its power limit, and, interleaved,
+every variant shares one clock, which the mix of them sets. At 16384 x 1024 x 1024 fp16 the
+ping-pong kernel (``reference/kernels/pingpong.py``) read 3-5% behind ``torch.mm`` in the
+first and 4-7% ahead in the second (``results/NOTES.md``, "Two regimes"). This script times
+each variant *alone*, following it from one regime into the other: for each shape, in
+``--rounds`` rounds of a shuffled order, each variant waits ``--rest-s`` seconds idle, then
+replays a captured 30-call graph back to back for ``--seconds``; every replay is timed with
+CUDA events, and a thread samples NVML (the SM clock, the power draw, the clock-event
+reasons) about every millisecond.
 
-Per time window after the start, each variant's median rate (TFLOP/s), SM clock (MHz) and
-power (W), the share of samples the driver was capping the clock for power, and the rate per
-gigahertz of clock: the work a cycle does. If cuBLAS does more work a cycle but draws more
-power a cycle, it leads while the clock is free and falls behind once the power limit sets
-the clock. Every output is checked against the float64 oracle first.
+The variants: the 16-bit GEMM as landed (``matmul``, which on Hopper runs the cooperative
+kernel, ``reference/kernels/cooperative.py``), the ping-pong kernel it replaced, and
+``torch.mm``; each is checked against the float64 oracle first.
+
+Per time window after the start (0-20 ms, 20-100, 100-300, 300 to the end), each variant's
+median rate (TFLOP/s), SM clock (MHz) and power (W), the share of samples the driver was
+capping the clock for power, and the rate per gigahertz of clock: the work a cycle does. A
+kernel that does less work a cycle trails while the clock is free; one that draws more power
+for the same work trails once the power limit sets the clock. NVML's power reading lags (it
+reads the idle draw through the first 100 ms); its clock does not.
+
+``--profile VARIANT --shape M N K`` instead calls one variant three times, then once between
+``cudaProfilerStart`` and ``cudaProfilerStop``, for ``ncu --profile-from-start off``.
 """
 
 from __future__ import annotations
@@ -37,6 +49,8 @@ import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
 from reference.kernels import pingpong  # noqa: E402
+
+VARIANTS = ("cooperative", "ping-pong", "torch.mm")  # the first: the GEMM as landed
 
 SHAPES = ((16384, 1024, 1024, torch.float16), (4096, 4096, 4096, torch.float16),
           (8192, 8192, 8192, torch.bfloat16))  # fmt: skip
@@ -175,6 +189,19 @@ def print_rows(rows: list[dict]) -> None:
               f"{row['power_capped']:6.2f} {timing.fmt(row['tflops_per_ghz'], '7.1f')}")
 
 
+def profile(spec, fn, variant: str, shape: tuple[int, int, int]) -> int:
+    inputs = spec.inputs(shape, torch.float16, 7, device="cuda")
+    for _ in range(3):
+        spec.call(fn, inputs)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    spec.call(fn, inputs)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(f"profiled {variant} at {spec.shape_label(shape)} float16 (one call)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = OneLineParser(prog="gemm_regimes", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=2,
@@ -184,12 +211,22 @@ def main(argv=None) -> int:
     parser.add_argument("--rest-s", type=positive_seconds, default=3.0,
                         help="idle seconds before each variant's replays (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled order")
+    parser.add_argument("--profile", choices=VARIANTS,
+                        help="call this variant once inside a profiler range (for ncu), time "
+                             "nothing")  # fmt: skip
+    parser.add_argument("--shape", type=positive_int, nargs=3, metavar=("M", "N", "K"),
+                        help="with --profile: the product's sizes (fp16)")
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
+    if (args.profile is None) != (args.shape is None):
+        parser.error("--profile and --shape go together")
     timing.require_gpu("gemm_regimes.py")
     ops.numerics_policy()
     spec = ops.get("matmul")
-    variants = {"ping-pong": pingpong.matmul, "torch.mm": spec.baselines["torch"]}
+    functions = (spec.kernel_function(), pingpong.matmul, spec.baselines["torch"])
+    variants = dict(zip(VARIANTS, functions, strict=True))
+    if args.profile:
+        return profile(spec, variants[args.profile], args.profile, tuple(args.shape))
     try:
         rows = measure(spec, variants, SHAPES, args.rounds, args.seconds, args.rest_s,
                        random.Random(args.seed))  # fmt: skip

@@ -39,14 +39,12 @@
 #   scripts/h200_evidence.sh evict-ncu OUTDIR  the eviction hint's kernels with and without it, ncu
 #   scripts/h200_evidence.sh gemm-epilogue OUTDIR the GEMM over K with its store skipped; the
 #                                             reference and cuBLAS at the two gap shapes, ncu
-#   scripts/h200_evidence.sh gemm-regimes OUTDIR the ping-pong kernel and cuBLAS from a rested
-#                                             GPU to its power limit (NVML); ncu; host time apart
-#   scripts/h200_evidence.sh gemm-cooperative OUTDIR a cooperative Gluon GEMM against the
-#                                             ping-pong kernel and cuBLAS, each alone; ncu
+#   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
+#                                             a rested GPU to its power limit (NVML); ncu; host
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-cooperative|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -326,26 +324,17 @@ gemm-epilogue)
     done
     ;;
 gemm-regimes)
-    # the ping-pong kernel and cuBLAS from a rested GPU to the power limit (NVML over time),
-    # both under Nsight Compute at the gap shape, and the ping-pong kernel's host time apart
-    step gemm-regimes timeout 200 python3 scripts/gemm_regimes.py \
+    # the landed GEMM (the cooperative kernel), the ping-pong kernel and cuBLAS, each alone,
+    # from a rested GPU to the power limit (NVML over time); the three under Nsight Compute
+    # at the gap shape; the Hopper kernel's host time taken apart
+    step gemm-regimes timeout 300 python3 scripts/gemm_regimes.py \
         --output "$out/gemm-regimes.json"
-    step gemm-pingpong-host timeout 120 python3 scripts/gemm_pingpong.py --host-profile \
-        --output "$out/gemm-pingpong-host.json"
-    for variant in reference torch.mm; do
-        gemm_ncu "ncu-gemm-regimes-${variant/./}-16384x1024x1024" scripts/gemm_epilogue.py \
+    for variant in cooperative ping-pong torch.mm; do
+        gemm_ncu "ncu-gemm-regimes-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
     done
-    ;;
-gemm-cooperative)
-    # a cooperative Gluon GEMM (256 x 128 tiles shared by two consumer groups) against the
-    # ping-pong kernel and cuBLAS, each alone; the three under Nsight Compute at the gap shape
-    step gemm-cooperative timeout 300 python3 scripts/gemm_cooperative.py \
-        --output "$out/gemm-cooperative.json"
-    for variant in cooperative ping-pong torch.mm; do
-        gemm_ncu "ncu-gemm-cooperative-${variant/./}-16384x1024x1024" \
-            scripts/gemm_cooperative.py "$variant" 16384 1024 1024
-    done
+    step gemm-pingpong-host timeout 120 python3 scripts/gemm_pingpong.py --host-profile \
+        --output "$out/gemm-pingpong-host.json"
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \

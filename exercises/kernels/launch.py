@@ -539,15 +539,26 @@ class Launcher:
         self.binaries: dict[tuple, tuple | None] = {}
         self.direct_launches = 0  # calls that took the fast path (the tests read it)
 
-    def __call__(self, grid: tuple[int, ...], args: tuple, **meta) -> Replay | None:
+    def __call__(self, grid: tuple[int, ...], args: tuple, *, signature_key: tuple | None = None,
+                 replay: bool = True, **meta) -> Replay | None:  # fmt: skip
         """Launch; return a :class:`Replay` of this launch, or None where only Triton's path
-        is exact (the interpreter, a watched launch, an argument Triton cannot key)."""
+        is exact (the interpreter, a watched launch, an argument Triton cannot key) or
+        ``replay`` is False.
+
+        ``signature_key``: the caller's own stand-in for the arguments' specialization, for a
+        caller that knows what Triton compiles apart (the Hopper GEMMs' tensor descriptors
+        specialize on their dtype, block and layout alone, which the operands' dtype and
+        orientation decide): the key then costs a tuple, not a ``specialize_impl`` call per
+        argument (each a few microseconds for a descriptor, which calls back into Python)."""
         if self.interpreted or _watched():
             self.kernel[grid](*args, **meta)
             return None
         device = torch.cuda.current_device()
-        backend = self.kernel.device_caches[device][3]  # what kernel[grid] specializes with
-        specialization = _specialization(backend, args)
+        if signature_key is None:
+            backend = self.kernel.device_caches[device][3]  # what kernel[grid] specializes with
+            specialization = _specialization(backend, args)
+        else:
+            specialization = ("caller's key", signature_key)
         key = None if specialization is None else (device, specialization, *meta.items())
         entry = self.binaries.get(key) if key is not None else None
         if entry is None:
@@ -564,7 +575,7 @@ class Launcher:
             launch(grid_x, grid_y, grid_z, stream, function, cooperative, pdl, None, None,
                    metadata, None, None, None, *args, *constants)  # fmt: skip
             self.direct_launches += 1
-        return self._replay(entry, device, grid, args, meta)
+        return self._replay(entry, device, grid, args, meta) if replay else None
 
     def _replay(self, entry, device: int, grid, args: tuple, meta: dict) -> Replay | None:
         """A replay of this launch, if its tensors lead the arguments and are all aligned."""

@@ -294,25 +294,37 @@ def compile_for_hopper(dtype: torch.dtype = torch.float16, a_column_major: bool 
     """Compile the kernel for compute capability 9.0 on this machine, GPU or not (Triton ships
     its own ``ptxas``), and return Triton's ``CompiledKernel``: what the CPU tests inspect
     (warps, shared memory, the PTX, the cubin)."""
+    bm, bn, bk = TILE["BLOCK_M"], TILE["BLOCK_N"], TILE["BLOCK_K"]
+    a, b, c = operands_for_compiling(dtype, a_column_major, b_column_major, (bm, bk), (bk, bn))
+    descriptors = {"a_desc": _descriptor(a, (bm, bk)), "b_desc": _descriptor(b, (bk, bn)),
+                   "c_desc": _descriptor(c, (bm, bn))}  # fmt: skip
+    constexprs = dict(GROUP_M=GROUP_M, STAGES=STAGES, NUM_SMS=132,
+                      A_COLUMN_MAJOR=a_column_major, B_COLUMN_MAJOR=b_column_major)  # fmt: skip
+    return compile_gluon_for_hopper(_matmul_pingpong_kernel, descriptors, constexprs)
+
+
+def operands_for_compiling(dtype: torch.dtype, a_column_major: bool, b_column_major: bool,
+                           a_block: tuple[int, int], b_block: tuple[int, int]):  # fmt: skip
+    """CPU stand-ins of A, B and C, one block each, laid out as asked (row-major or a
+    transposed view): what a descriptor's compile-time signature is made from."""
+    a = torch.empty(a_block[::-1] if a_column_major else a_block, dtype=dtype)
+    b = torch.empty(b_block[::-1] if b_column_major else b_block, dtype=dtype)
+    c = torch.empty((a_block[0], b_block[1]), dtype=dtype)
+    return (a.T if a_column_major else a), (b.T if b_column_major else b), c
+
+
+def compile_gluon_for_hopper(kernel, descriptors: dict, constexprs: dict):
+    """``kernel`` (a Gluon GEMM of this module's options: three descriptors, then compile-time
+    values) compiled for sm_90 by Triton's own ``ptxas``, with no GPU."""
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend, GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    bm, bn, bk = TILE["BLOCK_M"], TILE["BLOCK_N"], TILE["BLOCK_K"]
-    a = torch.empty((bk, bm) if a_column_major else (bm, bk), dtype=dtype)
-    b = torch.empty((bn, bk) if b_column_major else (bk, bn), dtype=dtype)
-    c = torch.empty((bm, bn), dtype=dtype)
-    a, b = (a.T if a_column_major else a), (b.T if b_column_major else b)
-    signature = {
-        name: native_specialize_impl(BaseBackend, _descriptor(t, block), False, True, True)[0]
-        for name, t, block in (("a_desc", a, (bm, bk)), ("b_desc", b, (bk, bn)),
-                               ("c_desc", c, (bm, bn)))
-    }  # fmt: skip
-    constexprs = dict(GROUP_M=GROUP_M, STAGES=STAGES, NUM_SMS=132,
-                      A_COLUMN_MAJOR=a_column_major, B_COLUMN_MAJOR=b_column_major)  # fmt: skip
+    signature = {name: native_specialize_impl(BaseBackend, descriptor, False, True, True)[0]
+                 for name, descriptor in descriptors.items()}  # fmt: skip
     signature |= {name: "constexpr" for name in constexprs}
     names = list(signature)
-    source = GluonASTSource(_matmul_pingpong_kernel, signature, constexprs={
+    source = GluonASTSource(kernel, signature, constexprs={
         (names.index(name),): value for name, value in constexprs.items()})  # fmt: skip
     options = {"num_warps": NUM_WARPS, "maxnreg": MAXNREG}
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)

@@ -2,8 +2,10 @@
 
 Gluon has no interpreter, so on a CPU the kernel cannot run: these tests compile it for
 compute capability 9.0 with the ``ptxas`` Triton ships (every operand orientation, both
-16-bit dtypes) and check what the compiled kernel is, then check which products the matmul
-wrappers send to it. The ``gpu`` tests run it against the float64 oracle on a Hopper GPU.
+16-bit dtypes) and check what the compiled kernel is, and which products suit it. The
+``gpu`` tests run it against the float64 oracle on a Hopper GPU. Since the cooperative kernel
+(``cooperative.py``, ``test_cooperative.py``) took its place in ``matmul.py``, the ping-pong
+kernel's ``ready`` is still the one rule both follow, and the scripts compare the two.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import torch
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning import correctness, ops
 from learning.runtime import default_device
-from reference.kernels import matmul as matmul_module
 from reference.kernels import pingpong
 
 import triton  # after learning: the backend is chosen first
+from _ring_model import Barrier, interleave
 
 # isort: on
 
@@ -99,37 +101,6 @@ def test_the_interpreter_never_takes_it():
     assert pingpong.suits(a, b) and not pingpong.ready(a, b)
 
 
-def test_the_persistent_launcher_hands_ready_products_to_it(monkeypatch):
-    """Forward, dA (B transposed) and an unsplit dB (A transposed) all go through
-    ``_launch_persistent``; when ``ready`` says yes, the ping-pong kernel gets the aligned
-    operands as they lie, and its result is returned as it is."""
-    taken = []
-
-    def fake_matmul(a, b):
-        taken.append((tuple(a.shape), a.stride(1) != 1, tuple(b.shape), b.stride(1) != 1))
-        return a.float() @ b.float()
-
-    monkeypatch.setattr(pingpong, "ready", lambda a, b: True)
-    monkeypatch.setattr(pingpong, "matmul", fake_matmul)
-    a = torch.randn(40, 64, device=DEVICE).half()
-    b = torch.randn(64, 24, device=DEVICE).half()
-    assert torch.equal(matmul_module._launch_persistent(a, b), a.float() @ b.float())
-    matmul_module._launch_persistent(a, b.T.contiguous().T)
-    matmul_module._launch_persistent(a.T.contiguous().T, b)
-    assert taken == [((40, 64), False, (64, 24), False), ((40, 64), False, (64, 24), True),
-                     ((40, 64), True, (64, 24), False)]  # fmt: skip
-
-
-def test_the_persistent_launcher_keeps_its_own_kernel_otherwise(monkeypatch):
-    monkeypatch.setattr(pingpong, "matmul", lambda a, b: pytest.fail("ping-pong was called"))
-    a = torch.randn(40, 64, device=DEVICE).half()
-    b = torch.randn(64, 24, device=DEVICE).half()
-    if pingpong.ready(a, b):
-        pytest.skip("this GPU takes the ping-pong kernel")
-    c = matmul_module._launch_persistent(a, b)
-    assert torch.allclose(c.float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
-
-
 # --------------------------------------------------------------------------- on a Hopper GPU
 
 
@@ -189,33 +160,17 @@ def test_no_size_compiles_again():
 
 # --------------------------------------------------------------------------- the ring, modelled
 # The kernel's synchronization, replayed in Python under random interleavings of its three
-# partitions: the producer and the two consumer groups. An mbarrier here counts its completed
-# phases, and a wait on parity p passes when that count's parity differs from p: the rule
-# the hardware applies, which cannot tell a count from the same count plus two. The model
-# checks that every consumer reads a buffer holding the fill it expects, and that the
-# producer refills a buffer only after its last reader freed it.
-
-
-class _Barrier:
-    def __init__(self) -> None:
-        self.completed = 0  # phases completed (count 1: one arrival completes a phase)
-
-    def passes(self, parity: int) -> bool:
-        return self.completed % 2 != parity
-
-
-def _passes(barrier: _Barrier, parity: int) -> bool:
-    return barrier.passes(parity)
+# partitions (``_ring_model.py``): the producer and the two consumer groups. The model checks
+# that every consumer reads a buffer holding the fill it expects, and that the producer
+# refills a buffer only after its last reader freed it.
 
 
 def _run_ring(tiles: int, k_steps: int, stages: int, turns: bool, seed: int) -> str:
     """One random interleaving of a program's partitions; "" if it kept the ring's rules,
     else the first violation."""
-    import random
-
-    ready = [_Barrier() for _ in range(stages)]
-    empty = [_Barrier() for _ in range(stages)]
-    turn = [_Barrier(), _Barrier()]
+    ready = [Barrier() for _ in range(stages)]
+    empty = [Barrier() for _ in range(stages)]
+    turn = [Barrier(), Barrier()]
     filled = [-1] * stages  # which fill (the ring's position) each buffer holds
     freed = [-1] * stages  # the last fill of each buffer a consumer freed
 
@@ -226,7 +181,7 @@ def _run_ring(tiles: int, k_steps: int, stages: int, turns: bool, seed: int) -> 
             if fill >= stages and freed[slot] != fill - stages:
                 yield f"fill {fill} overwrote buffer {slot}, whose fill {fill - stages} was unread"
             filled[slot] = fill
-            ready[slot].completed += 1  # the TMA unit's bytes landed
+            ready[slot].arrive()  # the TMA unit's bytes landed
 
     def consumer(group):
         for nth in range(group, tiles, 2):
@@ -244,30 +199,15 @@ def _run_ring(tiles: int, k_steps: int, stages: int, turns: bool, seed: int) -> 
                 if k_step > 0:  # the MMA before this one is done: free its buffer
                     previous = (fill - 1) % stages
                     freed[previous] = fill - 1
-                    empty[previous].completed += 1
+                    empty[previous].arrive()
             if turns:
-                turn[1 - group].completed += 1
+                turn[1 - group].arrive()
             last = (nth * k_steps + k_steps - 1) % stages
             freed[last] = nth * k_steps + k_steps - 1
-            empty[last].completed += 1
+            empty[last].arrive()
 
-    shuffle = random.Random(seed)
-    running = {"producer": producer(), "group 0": consumer(0), "group 1": consumer(1)}
-    waiting = {name: None for name in running}
-    while running:
-        ready_to_go = [n for n in running if waiting[n] is None or _passes(*waiting[n])]
-        if not ready_to_go:
-            return "deadlock: every partition waits"
-        name = shuffle.choice(ready_to_go)
-        try:
-            step = next(running[name])
-        except StopIteration:
-            del running[name]
-            continue
-        if isinstance(step, str):
-            return step
-        waiting[name] = step
-    return ""
+    return interleave({"producer": producer(), "group 0": consumer(0), "group 1": consumer(1)},
+                      seed)  # fmt: skip
 
 
 @pytest.mark.parametrize("tiles", [1, 2, 3, 4, 8])

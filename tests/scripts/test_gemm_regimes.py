@@ -1,8 +1,8 @@
-"""The GEMM regime scripts (scripts/gemm_regimes.py, scripts/gemm_cooperative.py) on a CPU.
+"""scripts/gemm_regimes.py on a CPU.
 
-They measure on a Hopper GPU only; here: their refusal of a CPU and of bad arguments (one line,
+It measures on a Hopper GPU only; here: its refusal of a CPU and of bad arguments (one line,
 exit 2, nothing written), and the arithmetic that turns replays and NVML samples into the
-windows they print.
+windows it prints.
 """
 
 from __future__ import annotations
@@ -27,28 +27,29 @@ def _run(script: str, *args) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
-@pytest.mark.parametrize("script", ["gemm_regimes.py", "gemm_cooperative.py"])
-def test_they_refuse_a_cpu_in_one_line_and_write_nothing(script, tmp_path):
+@pytest.mark.parametrize("args", [[], ["--profile", "cooperative", "--shape", "8", "8", "8"]])
+def test_it_refuses_a_cpu_in_one_line_and_writes_nothing(args, tmp_path):
     output = tmp_path / "out.json"
-    done = _run(script, "--rounds", "1", "--output", output)
+    done = _run("gemm_regimes.py", "--rounds", "1", *args, "--output", output)
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(done.stdout.strip().splitlines()) == 1 and "GPU" in done.stdout
     assert "Traceback" not in done.stderr and not output.exists()
 
 
-@pytest.mark.parametrize(("script", "args", "says"), [
-    ("gemm_regimes.py", ["--rounds", "0"], "--rounds"),
-    ("gemm_regimes.py", ["--seconds", "-1"], "--seconds"),
-    ("gemm_cooperative.py", ["--rest-s", "x"], "--rest-s"),
-    ("gemm_cooperative.py", ["--profile", "torch.mm"], "--profile and --shape go together"),
-    ("gemm_cooperative.py", ["--profile", "cublas", "--shape", "8", "8", "8"], "--profile"),
+@pytest.mark.parametrize(("args", "says"), [
+    (["--rounds", "0"], "--rounds"),
+    (["--seconds", "-1"], "--seconds"),
+    (["--rest-s", "x"], "--rest-s"),
+    (["--profile", "torch.mm"], "--profile and --shape go together"),
+    (["--profile", "cublas", "--shape", "8", "8", "8"], "--profile"),
+    (["--profile", "cooperative", "--shape", "8", "0", "8"], "--shape"),
 ])  # fmt: skip
-def test_bad_arguments_are_one_line_and_exit_2(script, args, says, tmp_path):
+def test_bad_arguments_are_one_line_and_exit_2(args, says, tmp_path):
     output = tmp_path / "out.json"
-    done = _run(script, *args, "--output", output)
+    done = _run("gemm_regimes.py", *args, "--output", output)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(script.removesuffix(".py")) and says in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("gemm_regimes: ") and says in lines[0]
     assert not output.exists()
 
 
