@@ -13,6 +13,8 @@ What is drawn, from whichever of these files exist (a missing one is skipped wit
   short kernel runs right after the GPU idled, and how long a warm-up burst keeps it fast.
 * ``stability.json`` (scripts/benchmark_stability.py): ``h200-stability.png``, how far each
   case's Triton/eager ratio moved between identical sweeps, against the ±2 % / ±5 % targets.
+* ``gemm-regimes.json`` (scripts/gemm_regimes.py): ``h200-gemm-regimes.png``, each GEMM
+  kernel's rate and SM clock, timed alone, from a rested GPU to its power limit.
 
 The two script outputs may be script records (``learning.report.write_record``): what is drawn
 is the record's ``data``; the file as a whole is what the figure's hash is taken of.
@@ -46,6 +48,7 @@ FIGURES = ROOT / "lessons" / "figures"
 BENCH_REPORTS = ("all", "all-cold", "training", "gemm-bf16")
 CLOCK_PROBE = "clock-probe"
 STABILITY = "stability"
+GEMM_REGIMES = "gemm-regimes"
 SOURCE_KEY = "Source-SHA256"  # the PNG text chunk that records which data a figure shows
 KIND_COLORS = {"eager": "#7f7f7f", "compile": "#ff7f0e", "triton": "#1f77b4", "learner": "#2ca02c"}
 
@@ -301,6 +304,44 @@ def stability_figure(stability: dict, source: Path, out: Path) -> list[Path]:
     return [path]
 
 
+def gemm_regimes_figure(regimes: dict, source: Path, out: Path) -> list[Path]:
+    """Per shape: each variant's TFLOP/s (top) and SM clock (bottom) in each time window after
+    it started alone, the median over the rounds."""
+    import statistics
+
+    plt = _pyplot()
+    rows = regimes["rows"]
+    shapes = list(dict.fromkeys((row["shape"], row["dtype"]) for row in rows))
+    variants = list(dict.fromkeys(row["variant"] for row in rows))
+    figure, axes = plt.subplots(2, len(shapes), figsize=(4.2 * len(shapes), 6.5), squeeze=False)
+    for column, (shape, dtype) in enumerate(shapes):
+        rate_axis, clock_axis = axes[0, column], axes[1, column]
+        for variant in variants:
+            mine = [r for r in rows if (r["shape"], r["dtype"], r["variant"]) == (shape, dtype,
+                                                                                    variant)]
+            windows = list(dict.fromkeys(tuple(r["window_ms"]) for r in mine))
+            labels = [f"{low:g}–{high:g}" for low, high in windows]
+            for axis, key in ((rate_axis, "tflops"), (clock_axis, "sm_mhz")):
+                values = [statistics.median(r[key] for r in mine if tuple(r["window_ms"]) == w)
+                          for w in windows]  # fmt: skip
+                axis.plot(labels, values, "o-", label=variant)
+        rate_axis.set_title(f"{shape} {dtype}, each alone")
+        rate_axis.set_ylabel("TFLOP/s")
+        clock_axis.set_ylabel("SM clock (MHz, NVML)")
+        clock_axis.set_xlabel("ms after the start")
+        rate_axis.legend(fontsize=7)
+    settings = regimes.get("args", {})
+    gpu = regimes.get("environment", {}).get("device") or "GPU"
+    footer = (
+        f"{_display(source)}: {gpu}; each variant alone after {settings.get('rest_s')} s idle, "
+        f"{settings.get('seconds')} s of 30-call graphs back to back, "
+        f"{settings.get('rounds')} rounds (medians)"
+    )
+    path = out / "h200-gemm-regimes.png"
+    _save(figure, path, source, footer)
+    return [path]
+
+
 def _bench_drawer(report: dict, source: Path, out: Path) -> list[Path]:
     from learning.report import consistency_problems, schema_problems
 
@@ -317,6 +358,7 @@ def sources(results: Path) -> list[tuple[Path, Callable[[dict, Path, Path], list
     table = [(results / f"{name}.json", _bench_drawer) for name in BENCH_REPORTS]
     table.append((results / f"{CLOCK_PROBE}.json", clock_probe_figure))
     table.append((results / f"{STABILITY}.json", stability_figure))
+    table.append((results / f"{GEMM_REGIMES}.json", gemm_regimes_figure))
     return table
 
 
@@ -326,6 +368,8 @@ def expected_figures(source: Path) -> list[Path]:
         return ["h200-clock-probe.png"]
     if source.stem == STABILITY:
         return ["h200-stability.png"]
+    if source.stem == GEMM_REGIMES:
+        return ["h200-gemm-regimes.png"]
     cases = _load(source).get("cases") or []
     names = [f"h200-{source.stem}-ratios.png"]
     if any(not _is_gemm(case) for case in cases):

@@ -107,6 +107,32 @@ def test_the_persistent_launcher_keeps_its_own_kernel_otherwise(monkeypatch):
     assert torch.allclose(c.float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
 
 
+def test_the_launch_key_stands_for_everything_the_descriptors_specialize_on():
+    """``matmul`` keys its launches by dtype and the operands' orientation, not by Triton's
+    specialization of each descriptor (which costs microseconds a call). Triton's own
+    specialization agrees with the key: the same for every size under one key, different
+    under different keys."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    def operand(rows: int, cols: int, dtype, transposed: bool) -> torch.Tensor:
+        return torch.empty((cols, rows), dtype=dtype).T if transposed else \
+            torch.empty((rows, cols), dtype=dtype)  # fmt: skip
+
+    seen: dict[tuple, set] = {}
+    for dtype in (torch.float16, torch.bfloat16):
+        for a_t, b_t in ORIENTATIONS:
+            for m, n, k in ((256, 128, 64), (3000, 2000, 1000), (8, 8, 8), (16384, 1024, 1024)):
+                a, b = operand(m, k, dtype, a_t), operand(k, n, dtype, b_t)
+                descriptors = cooperative._descriptors(a, b, torch.empty((m, n), dtype=dtype))
+                specialization = tuple(
+                    native_specialize_impl(BaseBackend, d, False, True, True)
+                    for d in descriptors.values())  # fmt: skip
+                seen.setdefault((dtype, a_t, b_t), set()).add(specialization)
+    assert all(len(found) == 1 for found in seen.values()), seen
+    assert len({found.pop() for found in seen.values()}) == len(seen) == 8
+
+
 # --------------------------------------------------------------------------- the ring, modelled
 # Both consumer groups read every buffer, in the same order; the producer refills a buffer
 # once its empty barrier completes a phase, which takes both groups' arrivals (count 2).

@@ -177,14 +177,31 @@ def fixture_stability() -> dict:
     }  # fmt: skip
 
 
+def fixture_gemm_regimes() -> dict:
+    """A FIXTURE in scripts/gemm_regimes.py's format: two variants, two windows, two rounds."""
+    rows = [
+        {"shape": "64x64x64", "dtype": "float16", "variant": variant, "round": round_,
+         "window_ms": window, "replays": 10, "tflops": tflops, "sm_mhz": mhz, "watts": 700.0,
+         "power_capped": capped, "tflops_per_ghz": tflops / (mhz / 1e3)}
+        for round_ in (0, 1)
+        for variant, scale in (("fixture kernel", 1.0), ("fixture baseline", 1.05))
+        for window, tflops, mhz, capped in (([0, 20], 600 * scale, 1980, 0.0),
+                                            ([20, 500.0], 500 * scale, 1500 / scale, 1.0))
+    ]  # fmt: skip
+    return {"environment": {"device": FIXTURE_NOTE}, "rows": rows,
+            "args": {"rounds": 2, "seconds": 0.5, "rest_s": 3.0, "seed": 0}}  # fmt: skip
+
+
 @pytest.fixture
 def recorded(tmp_path: Path) -> Path:
-    """A results folder holding all.json, clock-probe.json and stability.json FIXTURES only."""
+    """A results folder holding all.json, clock-probe.json, stability.json and
+    gemm-regimes.json FIXTURES only."""
     results = tmp_path / "results"
     results.mkdir()
     (results / "all.json").write_text(json.dumps(fixture_report(), indent=1))
     (results / "clock-probe.json").write_text(json.dumps(fixture_clock_probe()))
     (results / "stability.json").write_text(json.dumps(fixture_stability()))
+    (results / "gemm-regimes.json").write_text(json.dumps(fixture_gemm_regimes()))
     return results
 
 
@@ -194,6 +211,7 @@ EXPECTED = {
     "h200-all-tflops.png",
     "h200-clock-probe.png",
     "h200-stability.png",
+    "h200-gemm-regimes.png",
 }
 
 
@@ -229,6 +247,7 @@ def test_script_records_are_drawn_from_their_data(recorded: Path, tmp_path: Path
     for name, script, data in (
         ("clock-probe", "gpu_clock_probe.py", fixture_clock_probe()),
         ("stability", "benchmark_stability.py", fixture_stability()),
+        ("gemm-regimes", "gemm_regimes.py", fixture_gemm_regimes()),
     ):
         write_record(recorded / f"{name}.json", script=ROOT / "scripts" / script, data=data)
     figures = tmp_path / "figures"
@@ -237,6 +256,9 @@ def test_script_records_are_drawn_from_their_data(recorded: Path, tmp_path: Path
     assert {path.name for path in figures.iterdir()} == EXPECTED
     assert make_figures.recorded_source_hash(figures / "h200-stability.png") == (
         make_figures.sha256(recorded / "stability.json")
+    )
+    assert make_figures.recorded_source_hash(figures / "h200-gemm-regimes.png") == (
+        make_figures.sha256(recorded / "gemm-regimes.json")
     )
     assert make_figures.main([*arguments, "--check"]) == 0
 
@@ -281,7 +303,8 @@ def test_no_recorded_runs_is_not_an_error(tmp_path: Path, capsys):
     assert make_figures.main(["--results", str(empty), "--figures", str(figures)]) == 0
     assert make_figures.main(["--results", str(empty), "--figures", str(figures), "--check"]) == 0
     assert not figures.exists()
-    assert capsys.readouterr().out.count("not recorded yet") == 12
+    assert capsys.readouterr().out.count("not recorded yet") == 2 * len(
+        make_figures.sources(empty))  # fmt: skip
 
 
 def test_a_report_that_breaks_the_schema_is_not_drawn(recorded: Path, tmp_path: Path, capsys):
@@ -295,6 +318,7 @@ def test_a_report_that_breaks_the_schema_is_not_drawn(recorded: Path, tmp_path: 
     assert {path.name for path in figures.iterdir()} == {
         "h200-clock-probe.png",
         "h200-stability.png",
+        "h200-gemm-regimes.png",
     }
 
 
