@@ -28,6 +28,9 @@ reads the idle draw through the first 100 ms); its clock does not.
 
 ``--profile VARIANT --shape M N K`` instead calls one variant three times, then once between
 ``cudaProfilerStart`` and ``cudaProfilerStop``, for ``ncu --profile-from-start off``.
+``--group-m G [G ...]`` times, instead of the three kernels, the cooperative kernel with each
+``GROUP_M`` (its tile rows per super-row of the grouped order; the landed value is
+``cooperative.GROUP_M``) and ``torch.mm``, the same way.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from _records import OneLineParser, positive_int, positive_seconds  # noqa: E402
 import torch  # noqa: E402
 
 from learning import ops  # noqa: E402
-from reference.kernels import pingpong  # noqa: E402
+from reference.kernels import cooperative, pingpong  # noqa: E402
 
 VARIANTS = ("cooperative", "ping-pong", "torch.mm")  # the first: the GEMM as landed
 
@@ -189,6 +192,20 @@ def print_rows(rows: list[dict]) -> None:
               f"{row['power_capped']:6.2f} {timing.fmt(row['tflops_per_ghz'], '7.1f')}")
 
 
+def cooperative_with_group(group_m: int):
+    """``cooperative.matmul`` with its grouped order's super-rows of ``group_m`` tile rows."""
+
+    def call(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        landed = cooperative.GROUP_M
+        cooperative.GROUP_M = group_m
+        try:
+            return cooperative.matmul(a, b)
+        finally:
+            cooperative.GROUP_M = landed
+
+    return call
+
+
 def profile(spec, fn, variant: str, shape: tuple[int, int, int]) -> int:
     inputs = spec.inputs(shape, torch.float16, 7, device="cuda")
     for _ in range(3):
@@ -216,10 +233,15 @@ def main(argv=None) -> int:
                              "nothing")  # fmt: skip
     parser.add_argument("--shape", type=positive_int, nargs=3, metavar=("M", "N", "K"),
                         help="with --profile: the product's sizes (fp16)")
+    parser.add_argument("--group-m", type=positive_int, nargs="+", metavar="G",
+                        help="time the cooperative kernel with each GROUP_M (and torch.mm) "
+                             "instead of the three kernels")  # fmt: skip
     parser.add_argument("--output", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     if (args.profile is None) != (args.shape is None):
         parser.error("--profile and --shape go together")
+    if args.profile and args.group_m:
+        parser.error("--group-m times; --profile profiles: one or the other")
     timing.require_gpu("gemm_regimes.py")
     ops.numerics_policy()
     spec = ops.get("matmul")
@@ -227,6 +249,9 @@ def main(argv=None) -> int:
     variants = dict(zip(VARIANTS, functions, strict=True))
     if args.profile:
         return profile(spec, variants[args.profile], args.profile, tuple(args.shape))
+    if args.group_m:
+        variants = {f"cooperative G{g}": cooperative_with_group(g) for g in args.group_m}
+        variants["torch.mm"] = spec.baselines["torch"]
     try:
         rows = measure(spec, variants, SHAPES, args.rounds, args.seconds, args.rest_s,
                        random.Random(args.seed))  # fmt: skip
@@ -235,7 +260,8 @@ def main(argv=None) -> int:
     print_rows(rows)
     timing.write_json(args.output, {"environment": timing.environment(), "rows": rows,
                                     "args": {"rounds": args.rounds, "seconds": args.seconds,
-                                             "rest_s": args.rest_s, "seed": args.seed}},
+                                             "rest_s": args.rest_s, "seed": args.seed,
+                                             "group_m": args.group_m}},
                       script=__file__, argv=argv)  # fmt: skip
     return 0
 

@@ -43,6 +43,8 @@ def test_it_refuses_a_cpu_in_one_line_and_writes_nothing(args, tmp_path):
     (["--profile", "torch.mm"], "--profile and --shape go together"),
     (["--profile", "cublas", "--shape", "8", "8", "8"], "--profile"),
     (["--profile", "cooperative", "--shape", "8", "0", "8"], "--shape"),
+    (["--group-m", "0"], "--group-m"),
+    (["--group-m", "8", "--profile", "torch.mm", "--shape", "8", "8", "8"], "one or the other"),
 ])  # fmt: skip
 def test_bad_arguments_are_one_line_and_exit_2(args, says, tmp_path):
     output = tmp_path / "out.json"
@@ -67,6 +69,25 @@ def test_windows_take_the_replays_and_samples_that_started_in_them():
     assert first["tflops_per_ghz"] == pytest.approx(600 / 1.98)
     assert third["tflops"] == 500.0 and third["sm_mhz"] == 1500 and third["power_capped"] == 0
     assert last["power_capped"] == 1.0 and last["tflops_per_ghz"] == pytest.approx(500 / 1.5)
+
+
+def test_a_group_variant_sets_the_order_for_its_call_only(monkeypatch):
+    """``--group-m``'s variants call the cooperative kernel with their GROUP_M and leave the
+    landed value in place, even when the call raises."""
+    seen = []
+    monkeypatch.setattr(gemm_regimes.cooperative, "matmul",
+                        lambda a, b: seen.append(gemm_regimes.cooperative.GROUP_M) or a)
+    landed = gemm_regimes.cooperative.GROUP_M
+    assert gemm_regimes.cooperative_with_group(3)("a", "b") == "a"
+    assert seen == [3] and gemm_regimes.cooperative.GROUP_M == landed
+
+    def broken(a, b):
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(gemm_regimes.cooperative, "matmul", broken)
+    with pytest.raises(RuntimeError):
+        gemm_regimes.cooperative_with_group(5)("a", "b")
+    assert gemm_regimes.cooperative.GROUP_M == landed
 
 
 def test_a_run_shorter_than_a_window_edge_ends_its_last_window_there():
