@@ -41,10 +41,11 @@
 #                                             reference and cuBLAS at the two gap shapes, ncu
 #   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
 #                                             a rested GPU to its power limit (NVML); ncu; host
+#   scripts/h200_evidence.sh gemm-group OUTDIR the cooperative kernel's GROUP_M, alone; ncu 4096^3
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -335,6 +336,16 @@ gemm-regimes)
     done
     step gemm-pingpong-host timeout 120 python3 scripts/gemm_pingpong.py --host-profile \
         --output "$out/gemm-pingpong-host.json"
+    ;;
+gemm-group)
+    # the cooperative kernel's grouped order (GROUP_M 4, 8, 16) and cuBLAS, each alone; the
+    # kernel and cuBLAS under Nsight Compute at 4096^3, where it trails most when rested
+    step gemm-regimes-group timeout 300 python3 scripts/gemm_regimes.py --group-m 4 8 16 \
+        --seconds 1 --output "$out/gemm-regimes-group.json"
+    for variant in cooperative torch.mm; do
+        gemm_ncu "ncu-gemm-regimes-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+            "$variant" 4096 4096 4096
+    done
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \
