@@ -14,11 +14,11 @@ from __future__ import annotations
 import csv
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 pytest.importorskip("nbgrader")
 pytest.importorskip("jupytext")
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 def _run(command: list[str], cwd: Path) -> str:
     # nbgrader runs the `alembic` command to create its gradebook: this interpreter's scripts.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    completed = subprocess.run(
+    completed = warm_python.run(
         command, cwd=cwd, env={**os.environ, "PATH": path}, capture_output=True, text=True
     )
     assert completed.returncode == 0, f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}"

@@ -3,11 +3,11 @@ register custom ops that compute what the reference wrappers compute? (CPU)"""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "compile_overhead.py"
@@ -23,8 +23,8 @@ from learning.runtime import interpreting  # noqa: E402
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT)  # fmt: skip
 
 
 @pytest.mark.parametrize("args", [["--calls", "0"], ["--calls", "many"], ["--ops", "nope"]])

@@ -5,11 +5,11 @@ registry, map the registry's RMSNorm onto Liger's arguments, and judge the targe
 from __future__ import annotations
 
 import inspect
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "external_baselines.py"
@@ -24,8 +24,8 @@ from learning import ops  # noqa: E402
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT)  # fmt: skip
 
 
 @pytest.mark.parametrize(

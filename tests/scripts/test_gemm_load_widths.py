@@ -2,16 +2,17 @@
 aligned rows, 16-byte asynchronous copies at 1024 x 2048 with aligned rows? (No GPU needed:
 the script compiles for sm_90 with Triton's own compiler.)"""
 
-import subprocess
 import sys
 from pathlib import Path
+
+import warm_python
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gemm_load_widths.py"
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
 
 
 def test_odd_widths_load_two_bytes_at_a_time_even_when_aligned():

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -28,10 +29,16 @@ def _profile(path: Path) -> dict:
     return {r["Metric Name"]: float(r["Metric Value"].replace(",", "")) for r in rows}
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "kernel_binary.py"), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "TRITON_INTERPRET": "1"})  # fmt: skip
+def _run(*args: str, interpreter: str = "1") -> subprocess.CompletedProcess:
+    """The script as a CPU learner runs it: under the interpreter, where it starts itself again
+    with ``TRITON_INTERPRET=0`` and CUDA hidden to compile. ``interpreter="0"`` runs it as that
+    second process directly (the same compile, one Python start-up fewer)."""
+    env = {**os.environ, "TRITON_INTERPRET": interpreter}
+    if interpreter == "0":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    script = str(ROOT / "scripts" / "kernel_binary.py")
+    return warm_python.run([sys.executable, script, *args], capture_output=True, text=True,
+                           cwd=ROOT, timeout=600, env=env)  # fmt: skip
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda path: path.name)
@@ -59,7 +66,7 @@ def test_the_landed_adds_compile_here_as_they_did_on_the_h200(dtype, profile):
 
 @pytest.mark.parametrize("op", tool.row_ops())
 def test_every_row_op_compiles_and_loads(op):
-    done = _run("--op", op, "--shape", "37x781", "--dtype", "float16")
+    done = _run("--op", op, "--shape", "37x781", "--dtype", "float16", interpreter="0")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith(f"reference {op} 37x781 float16: _")
     assert "global loads" in done.stdout and "not written yet" not in done.stdout
@@ -99,7 +106,8 @@ def test_the_packed_launch_is_what_the_softmax_replay_passes_the_driver():
         assert f"slot  {slot}: {name:20s} 0x0000000000000400  (i32)" in text, text
     assert "slot  5: (global scratch)" in text and "slot  6: (profile scratch)" in text
     assert "BLOCK" not in text.split("packed launch:")[1]  # compiled in, never passed
-    rmsnorm = _run("--op", "rmsnorm", "--shape", "1823x781", "--dtype", "float32", "--packed")
+    rmsnorm = _run("--op", "rmsnorm", "--shape", "1823x781", "--dtype", "float32", "--packed",
+                   interpreter="0")  # fmt: skip
     assert rmsnorm.returncode == 0, rmsnorm.stderr[-2000:]
     eps = next(line for line in rmsnorm.stdout.splitlines() if ": eps" in line)
     assert eps.endswith("(fp32)") and "0x00000000358637bd" in eps  # 1e-6 as an fp32's bits

@@ -246,12 +246,12 @@ def untouched(tmp_path_factory) -> tuple[str, Path]:
 
 
 @pytest.mark.parametrize("name", _exercise_params())
-def test_the_reference_passes_every_check(name):
+def test_the_reference_passes_every_check(name, reference_report):
     """Does the reference earn every point of each exercise?"""
     reason = _kernel_skip_reason(name)
     if reason:
         pytest.skip(reason)
-    report = check_exercise(name, "reference")
+    report = reference_report(name)  # check_exercise(name, "reference"), once a session
     failed = [f"{check.name}: {check.message}" for check in report.checks if not check.passed]
     assert report.passed and not failed, "\n".join(failed)
     assert report.points == report.max_points

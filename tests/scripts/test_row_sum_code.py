@@ -5,12 +5,12 @@ show the adds that change removed? (CPU: the interpreter, and Triton's compiler 
 
 import ast
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -66,7 +66,7 @@ def test_inductors_kernel_is_read_from_the_recorded_log_and_sums_rows(tmp_path):
 def test_the_sm90_binaries_lose_the_adds_to_zero():
     """Compiled for the H200 here (no GPU): the landed kernels add nothing to the zero register
     or -inf, the version before did, and the landed binary is the chosen candidate's."""
-    done = subprocess.run(
+    done = warm_python.run(
         [sys.executable, str(ROOT / "scripts/row_sum_code.py"), "--sass", "--yours",
          "--rewrites", "evict_first+first chunk"],
         capture_output=True, text=True, cwd=ROOT, timeout=600,
@@ -106,9 +106,9 @@ def test_a_kernel_that_does_not_compile_gets_a_line_not_a_traceback(tmp_path):
         "'acc += not_defined', 1)], pathlib.Path(sys.argv[1]), 'broken')\n"
         "probe.print_sass({'yours': broken})\n"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "TRITON_INTERPRET": "0"})  # fmt: skip
+    done = warm_python.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                           text=True, cwd=ROOT, timeout=600,
+                           env={**os.environ, "TRITON_INTERPRET": "0"})  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     yours = [line for line in done.stdout.splitlines() if " yours " in line]
     sums = [line for line in yours if line.startswith("sum")]

@@ -1,10 +1,10 @@
 """Do the row-tuning scripts enumerate sensible plans, score the rule honestly, refuse a CPU?"""
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -71,7 +71,7 @@ def test_add_block_shrinks_for_small_tensors_only():
 )
 def test_gpu_scripts_refuse_a_cpu_in_one_line(script):
     """Does a GPU-only script exit 2 with one line instead of timing the interpreter?"""
-    done = subprocess.run(
+    done = warm_python.run(
         [sys.executable, str(ROOT / "scripts" / script)], capture_output=True, text=True,
         timeout=120, cwd=ROOT,
     )

@@ -1,11 +1,11 @@
 """Do the maintainers' scripts answer bad input with one line and exit 2, writing nothing?"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 import learning  # noqa: F401  (selects the Triton backend)
 from learning.runtime import interpreting
@@ -14,8 +14,8 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 def _run(script, *args):
-    return subprocess.run([sys.executable, str(SCRIPTS / script), *map(str, args)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPTS / script), *map(str, args)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
 def _one_line_exit_2(result, prefix):

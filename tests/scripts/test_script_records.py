@@ -8,11 +8,11 @@ scripts/_gpu_timing.py's ``write_json``). scripts/validate_kernels.py runs on a 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -80,7 +80,7 @@ def test_validate_kernels_writes_a_record_that_validates(tmp_path: Path):
     """Does a real (CPU) run of scripts/validate_kernels.py leave a valid record of itself and
     of the kernels it ran, its report unchanged inside?"""
     output = tmp_path / "validate-kernels.json"
-    done = subprocess.run(
+    done = warm_python.run(
         [sys.executable, str(SCRIPTS / "validate_kernels.py"), "--ops", "add", "--no-timing",
          "--output", str(output)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,

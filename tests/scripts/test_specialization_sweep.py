@@ -2,12 +2,12 @@
 and summary right, and does it refuse a CPU or a bad argument in one line? (CPU)"""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -107,7 +107,7 @@ def test_refuses_a_cpu_in_one_line_and_writes_nothing(tmp_path):
     output = tmp_path / "out.json"
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    done = subprocess.run(
+    done = warm_python.run(
         [sys.executable, str(ROOT / "scripts" / "specialization_sweep.py"),
          "--output", str(output)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "tolerance_probe.py"
@@ -28,8 +28,8 @@ from learning.runtime import interpreting  # noqa: E402
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT, check=False)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                           text=True, timeout=300, cwd=ROOT, check=False)  # fmt: skip
 
 
 def test_probe_writes_a_record_with_fractions_within_the_tolerance(tmp_path: Path):
