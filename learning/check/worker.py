@@ -132,9 +132,11 @@ def one_intra_op_thread() -> None:
     second intra-op thread computes float32 ``exp`` to a relative error of 1.5e-4 instead of
     6e-8 (the half of a 37 x 781 tensor that thread takes; 5 of 12 fresh processes in one
     count, 0 of 10 with one thread). A correct ``naive_softmax`` then failed the float32
-    tolerance in a quarter of check runs. One thread gives the same, accurate result in every
-    process; the check inputs are small, so it costs nothing that matters (and nothing on a GPU,
-    whose kernels do not use these threads).
+    tolerance in a quarter of check runs. This is pytorch/pytorch#188792: oneMKL picks each
+    VML function's kernel on its first call, and first calls racing on several threads can
+    run its low-accuracy one for a thread's chunk (the next call is right). One thread gives
+    the same, accurate result in every process; the check inputs are small, so it costs
+    nothing that matters (and nothing on a GPU, whose kernels do not use these threads).
     """
     import torch
 
