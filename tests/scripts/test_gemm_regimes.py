@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -22,8 +23,8 @@ from learning.runtime import interpreting  # noqa: E402
 
 
 def _run(script: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    return warm_python.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
