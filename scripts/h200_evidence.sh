@@ -42,10 +42,12 @@
 #   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
 #                                             a rested GPU to its power limit (NVML); ncu; host
 #   scripts/h200_evidence.sh gemm-group OUTDIR the cooperative kernel's GROUP_M, alone; ncu 4096^3
+#   scripts/h200_evidence.sh gemm-overlap OUTDIR the cooperative kernel's epilogue under the next
+#                                             tile's first MMA, each alone
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|gemm-overlap|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -346,6 +348,12 @@ gemm-group)
         gemm_ncu "ncu-gemm-regimes-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
             "$variant" 4096 4096 4096
     done
+    ;;
+gemm-overlap)
+    # the cooperative kernel with its epilogue stored under the next tile's first MMA (and
+    # with GROUP_M 4), the landed kernel and cuBLAS, each alone
+    step gemm-epilogue-overlap timeout 400 python3 scripts/gemm_epilogue_overlap.py \
+        --output "$out/gemm-epilogue-overlap.json"
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \
