@@ -6,11 +6,18 @@ alone, from a rested GPU to its power limit (GPU only; ~2 min).
 The landed cooperative kernel (``reference/kernels/cooperative.py``) ends every tile the same
 way: both consumer groups wait for their last MMA, round their halves and store them, two
 16 KiB pieces each through shared memory and TMA, while the tensor cores idle (the producer
-has filled the ring for the next tile meanwhile). ``overlap`` is the kernel with its consumer
-rewritten (``OVERLAP``): a group rounds its accumulator to 16 bits and keeps it, issues the next
-tile's first wgmma, and stores the kept half while that MMA runs; the last tile's half goes
-out after the loop. ``overlap G4`` adds super-rows of 4 tile rows to that (the landed order
-has ``cooperative.GROUP_M``).
+has filled the ring for the next tile meanwhile), and the second piece waits for the first to
+leave shared memory. ``overlap`` is the kernel with its consumer rewritten (``OVERLAP``): a
+group stores its left piece at once, keeps the right one in registers (rounded: 32 a thread),
+issues the next tile's first wgmma, and stores the kept piece while that MMA runs; the last
+tile's goes out after the loop. ``overlap G4`` adds super-rows of 4 tile rows to that (the
+landed order has ``cooperative.GROUP_M``).
+
+The first version kept the whole half (64 registers a thread beside the next accumulator's
+128), and ``ptxas`` then serialized every wgmma (its note C7514: "non wgmma instructions
+reading accumulator registers ... between start and end of the pipeline stage"): it ran 8-12%
+slower at every shape (``results/h200/gemm-epilogue-overlap-serialized.log``). The test
+compiles the rewrite and fails on that note.
 
 Every variant is checked against the float64 oracle at the timed shapes, and the rewritten
 kernel also in the four operand orientations at two more shapes (``EXTRA_SHAPES``: one with a
@@ -45,39 +52,25 @@ CONSUMER_END = "\n\n\n@gluon.jit\ndef _matmul_cooperative_kernel"
 EXTRA_SHAPES = ((3000, 2000, 1000), (2000, 2056, 64))  # the second: 8 x 17 tiles, one K step
 
 OVERLAP = '''@gluon.jit
-def _store_half(c_desc, c_buf, out, row, col):
-    # one group's rounded half of a C tile, in two 128 x 64 pieces through c_buf
-    HALF_M: gl.constexpr = out.shape[0]
-    PIECE_N: gl.constexpr = out.shape[1] // 2
-    pieces = gl.permute(gl.reshape(out, [HALF_M, 2, PIECE_N]), [0, 2, 1])
-    left, right = gl.split(pieces)
-    tma.store_wait(0)  # the previous piece has left c_buf
-    c_buf.store(left)
-    fence_async_shared()  # the shared-memory writes, before the TMA unit reads them
-    tma.async_copy_shared_to_global(c_desc, [row, col], c_buf)
-    tma.store_wait(0)
-    c_buf.store(right)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(c_desc, [row, col + PIECE_N], c_buf)
-
-
-@gluon.jit
 def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, HALF: gl.constexpr,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
               GROUP_M: gl.constexpr, STAGES: gl.constexpr, NUM_SMS: gl.constexpr,
               A_COLUMN_MAJOR: gl.constexpr, B_COLUMN_MAJOR: gl.constexpr):  # fmt: skip
-    # one warp group: rows HALF * BLOCK_M / 2 onwards of every tile of this program; each
-    # tile's half is stored while the next tile's first MMA runs
+    # one warp group: rows HALF * BLOCK_M / 2 onwards of every tile of this program; the right
+    # piece of each tile's half is stored while the next tile's first MMA runs
     HALF_M: gl.constexpr = BLOCK_M // 2
+    PIECE_N: gl.constexpr = BLOCK_N // 2
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
     tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
     k_steps = gl.cdiv(K, BLOCK_K)
     first = gl.program_id(0)
-    out = gl.zeros((HALF_M, BLOCK_N), c_desc.dtype, acc_layout)  # the last tile's half, rounded
-    out_row = 0
-    out_col = 0
+    pieces = gl.permute(gl.reshape(gl.zeros((HALF_M, BLOCK_N), c_desc.dtype, acc_layout),
+                                   [HALF_M, 2, PIECE_N]), [0, 2, 1])
+    left, kept = gl.split(pieces)  # kept: the last tile's right piece, rounded
+    kept_row = 0
+    kept_col = 0
     fill = 0
     for tile in range(first, tiles_m * tiles_n, NUM_SMS):
         row, col = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
@@ -93,18 +86,28 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, HALF: gl.con
                 b = b.permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
             if k_step == 0 and tile != first:
-                # the tensor cores run this tile's first MMA while the last tile's half goes out
-                _store_half(c_desc, c_buf, out, out_row, out_col)
+                tma.store_wait(0)  # the left piece has left c_buf
+                c_buf.store(kept)
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [kept_row, kept_col], c_buf)
             # at most this MMA in flight: the one before it is done, so its buffer is free
             acc, a, b = warpgroup_mma_wait(1, deps=(acc, a, b))
             mbarrier.arrive(empty.index((fill + STAGES - 1) % STAGES), pred=k_step > 0)
             fill += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((fill + STAGES - 1) % STAGES))
-        out = acc.to(c_desc.dtype)
-        out_row = row + HALF * HALF_M
-        out_col = col
-    _store_half(c_desc, c_buf, out, out_row, out_col)  # every program has at least one tile
+        pieces = gl.permute(gl.reshape(acc.to(c_desc.dtype), [HALF_M, 2, PIECE_N]), [0, 2, 1])
+        left, kept = gl.split(pieces)
+        tma.store_wait(0)  # the previous piece has left c_buf
+        c_buf.store(left)
+        fence_async_shared()  # the shared-memory writes, before the TMA unit reads them
+        tma.async_copy_shared_to_global(c_desc, [row + HALF * HALF_M, col], c_buf)
+        kept_row = row + HALF * HALF_M
+        kept_col = col + PIECE_N
+    tma.store_wait(0)
+    c_buf.store(kept)  # every program has at least one tile
+    fence_async_shared()
+    tma.async_copy_shared_to_global(c_desc, [kept_row, kept_col], c_buf)
     tma.store_wait(0)'''
 
 

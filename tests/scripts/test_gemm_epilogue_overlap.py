@@ -2,7 +2,8 @@
 
 It times on a Hopper GPU only; here: its refusal of a CPU and of bad arguments (one line, exit
 2, nothing written), and that its rewrite still applies to the landed cooperative kernel and
-compiles for sm_90 without spills (so the GPU run times the kernel it says it does).
+compiles for sm_90 without spills or a serialized wgmma pipeline (so the GPU run times the
+kernel it says it does).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hopper_binary
 import pytest
 import warm_python
 
@@ -51,18 +53,15 @@ def test_bad_arguments_are_one_line_and_exit_2(args, says, tmp_path):
     assert says in lines[0] and not output.exists()
 
 
-def test_the_rewritten_kernel_compiles_for_hopper_without_spills(tmp_path):
+def test_the_rewritten_kernel_compiles_for_hopper_pipelined(tmp_path):
     """The rewrite replaces the consumer (one occurrence), and the kernel it makes keeps the
-    landed kernel's shared memory, register plan and wgmma, with no local-memory traffic."""
-    import triton
-
+    landed kernel's shared memory and register plan, with no spills and no wgmma serialized
+    by ptxas (the first version of the rewrite was, and ran 8-12% slower)."""
     overlap = probe.overlapped(tmp_path)
-    assert "_store_half" in Path(overlap.__file__).read_text()
+    assert "tma.async_copy_shared_to_global(c_desc, [kept_row, kept_col], c_buf)" in \
+        Path(overlap.__file__).read_text()  # fmt: skip
     compiled = overlap.compile_for_hopper()
     assert compiled.metadata.num_warps == 12 and compiled.metadata.shared <= 227 * 1024
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+232", compiled.asm["ptx"])
-    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-    (tmp_path / "k.cubin").write_bytes(compiled.asm["cubin"])
-    sass = subprocess.run([str(nvdisasm), str(tmp_path / "k.cubin")], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    assert "HGMMA" in sass and not re.search(r"\b(STL|LDL)\b", sass)
+    hopper_binary.check_pipelined_without_spills(compiled, tmp_path)
+
