@@ -33,6 +33,8 @@
 #   scripts/h200_evidence.sh autotune-pick OUTDIR the GEMM autotuner's pick, default and warm
 #   scripts/h200_evidence.sh streaming-fp32 OUTDIR fp32 add/sum/max against compile, under ncu
 #   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
+#   scripts/h200_evidence.sh row-plan-cold OUTDIR the RMSNorm forward's row plans with a cold L2,
+#                                             against compile and Inductor's pick (two seeds)
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 #   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
@@ -42,12 +44,10 @@
 #   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
 #                                             a rested GPU to its power limit (NVML); ncu; host
 #   scripts/h200_evidence.sh gemm-group OUTDIR the cooperative kernel's GROUP_M, alone; ncu 4096^3
-#   scripts/h200_evidence.sh gemm-overlap OUTDIR the cooperative kernel's epilogue under the next
-#                                             tile's first MMA, each alone
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|gemm-overlap|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -109,6 +109,13 @@ record() {
             --output "$out/wrapper-overhead.json" ;;
         gpu-tests) step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider \
             -m gpu tests/reference ;;
+        # the GEMMs against Inductor's max-autotune, interleaved back to back
+        external-baselines-gemm) step external-baselines-gemm timeout 200 python3 \
+            scripts/external_baselines.py --cases matmul --autotune-budget-s 120 \
+            --output "$out/external-baselines-gemm.json" ;;
+        # the Hopper GEMMs and cuBLAS, each alone, rested and at the power limit
+        gemm-regimes) step gemm-regimes timeout 300 python3 scripts/gemm_regimes.py \
+            --output "$out/gemm-regimes.json" ;;
         *) echo "record: no sweep named $name" >&2; return 2 ;;
         esac
     done
@@ -349,11 +356,13 @@ gemm-group)
             "$variant" 4096 4096 4096
     done
     ;;
-gemm-overlap)
-    # the cooperative kernel with its epilogue stored under the next tile's first MMA (and
-    # with GROUP_M 4), the landed kernel and cuBLAS, each alone
-    step gemm-epilogue-overlap timeout 400 python3 scripts/gemm_epilogue_overlap.py \
-        --output "$out/gemm-epilogue-overlap.json"
+row-plan-cold)
+    # the cold RMSNorm forward at 1024^2 and 65536x128: every whole-row plan, compile (and the
+    # config Inductor picked), eager; two visit orders
+    for seed in 0 1; do
+        step "row-plan-cold-seed$seed" timeout 200 python3 scripts/row_plan_cold.py --seed "$seed" \
+            --output "$out/row-plan-cold-seed$seed.json"
+    done
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \

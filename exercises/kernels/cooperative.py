@@ -7,19 +7,19 @@
 Its predecessor, the ping-pong kernel (``pingpong.py``), gives each of two consumer warp
 groups a 128 x 128 tile of its own and lets one group's epilogue run under the other's MMAs.
 Timed interleaved with ``torch.mm`` it read 1.01-1.07x; timed *alone*, from a rested GPU to its
-power limit (``scripts/gemm_regimes.py``, ``results/h200/gemm-regimes.log``), it was 3-5%
-behind cuBLAS in both regimes. Rested, at the top clock, it did less work a cycle; at the power
-limit it did more work a cycle but drew more power for it, so the driver held its clock
-8-9% under cuBLAS's. (Interleaved, two kernels share one clock, set by their mix: the
+power limit (``scripts/gemm_regimes.py``, ``results/h200/gemm-regimes.log``), it was 3-6%
+behind cuBLAS in both regimes (0.92-0.97x). Rested, at the top clock, it did less work a cycle;
+at the power limit it did more work a cycle but drew more power for it, so the driver held its
+clock 6-10% under cuBLAS's. (Interleaved, two kernels share one clock, set by their mix: the
 ping-pong kernel's power cost was paid by cuBLAS's samples too.)
 
 The bytes it moves are the likely cost. Each ping-pong group loads both operands of its own
 tile: (128 + 128) / (128 x 128) elements a multiply-add. Here the two consumer groups work on
 one 256 x 128 tile at once, each multiplying its 128-row half of A's block by the B block they
 share: (256 + 128) / (256 x 128), a quarter fewer. Under Nsight Compute at 16384 x 1024 x 1024
-(``results/h200/ncu-gemm-cooperative-*.log``) the ping-pong kernel moved 468 MB through L2,
-this schedule 357 MB and cuBLAS 294 (cuBLAS halves one operand again with two-CTA TMA
-multicast, which Gluon's Hopper TMA cannot ask for in Triton 3.6).
+(``results/h200/ncu-gemm-regimes-*.log``) the ping-pong kernel moved 462 MB through L2, this
+schedule 330 MB and cuBLAS 293 (cuBLAS halves one operand again with two-CTA TMA multicast,
+which Gluon's Hopper TMA cannot ask for in Triton 3.6).
 
 * **one producer warp** issues every TMA load into a ring of ``STAGES`` buffers; a buffer
   holds both 128 x 64 halves of A's block and B's 64 x 128 block (48 KiB), with a *ready*
@@ -27,20 +27,27 @@ multicast, which Gluon's Hopper TMA cannot ask for in Triton 3.6).
   **two** arrivals: the buffer is free once both groups' MMAs have read it;
 * **two consumer warp groups** (4 warps each) take every tile of the program together, each
   multiplying its half with asynchronous wgmma, one MMA in flight;
-* **the epilogue** is no longer hidden: both groups round and store their halves together
-  while the producer already loads the next tile. Each half goes out as two 128 x 64 pieces
-  through a 16 KiB buffer, which is what leaves room for four ring buffers (229,576 bytes of
-  shared memory; a 32 KiB buffer a group allows only three).
+* **the epilogue**: each group's half goes out as two 128 x 64 pieces through a 16 KiB
+  buffer, which is what leaves room for four ring buffers (229,576 bytes of shared memory; a
+  32 KiB buffer a group allows only three, 5-6% slower rested). At a tile's end a group
+  stores the left piece and keeps the right one in registers (rounded, 32 a thread); it goes
+  out while the next tile's first MMA runs, so the tensor cores do not wait for it, nor for
+  the left piece to leave the buffer. Keeping the whole half (64 registers beside the next
+  accumulator's 128) made ``ptxas`` serialize every wgmma, 8-12% slower
+  (``results/h200/gemm-epilogue-overlap-serialized.log``; the tests fail on its note C7514);
+* **the tile order**: super-rows of ``GROUP_M`` = 4 tile rows, so that programs running at
+  once share A panels and B panels in L2.
 
 Because both groups consume every buffer in the same order and the producer refills a buffer
 only after both have freed it, no group can run a whole ring ahead of the other, and a wait by
 the parity of a buffer's fill count is never two phases early (the ping-pong kernel needed a
 turn barrier for that; ``tests/reference/test_cooperative.py`` models the ring).
 
-Measured alone on the H200 (``results/h200/gemm-cooperative.log``), against ``torch.mm``:
-rested 1.00x at 16384 x 1024 x 1024, 0.98x at 4096^3 fp16, 1.00x at 8192^3 bf16; at the
-power limit 0.99x, 0.98x, 0.99x; the ping-pong kernel 0.95-0.97x in the same runs, and the
-same schedule with three stages 1-5% slower than with four at the larger K.
+Measured alone on the H200 (``results/h200/gemm-epilogue-overlap.log``, each kernel after 3 s
+idle, rested and then at its power limit), against ``torch.mm``: 1.02x rested and 1.01x capped
+at 16384 x 1024 x 1024, 0.99x and 1.00x at 4096^3 fp16, 1.00x and 1.01x at 8192^3 bf16; the
+kernel before the kept piece and the order of 4 (an epilogue at the tile's end, super-rows of
+8): 0.99x and 0.98x, 0.98x and 0.99x, 0.99x and 1.01x in the same run.
 
 What it needs is what the ping-pong kernel needs (``pingpong.ready``, the one rule for both):
 a compiled Hopper GPU, float16 or bfloat16, each operand row-major or a transposed view with
@@ -78,7 +85,7 @@ from .pingpong import (
 HALF = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)  # one consumer group's half of a C tile
 TILE_M = 2 * HALF["BLOCK_M"]  # the program's C tile is TILE_M x BLOCK_N
 STAGES = 4  # 4 x (2 x 128 x 64 + 64 x 128) x 2 bytes = 192 KiB, + 2 x 16 KiB for C pieces
-GROUP_M = 8  # 256-row tile rows per super-row of the grouped order
+GROUP_M = 4  # 256-row tile rows per super-row of the grouped order (8: 1-4% slower)
 PIECE_N = HALF["BLOCK_N"] // 2  # a half goes out as two 128 x 64 pieces
 
 
@@ -121,7 +128,8 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, HALF: gl.con
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
               GROUP_M: gl.constexpr, STAGES: gl.constexpr, NUM_SMS: gl.constexpr,
               A_COLUMN_MAJOR: gl.constexpr, B_COLUMN_MAJOR: gl.constexpr):  # fmt: skip
-    # one warp group: rows HALF * BLOCK_M / 2 onwards of every tile of this program
+    # one warp group: rows HALF * BLOCK_M / 2 onwards of every tile of this program; the right
+    # piece of each tile's half is stored while the next tile's first MMA runs
     HALF_M: gl.constexpr = BLOCK_M // 2
     PIECE_N: gl.constexpr = BLOCK_N // 2
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -129,8 +137,14 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, HALF: gl.con
     tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
     k_steps = gl.cdiv(K, BLOCK_K)
+    first = gl.program_id(0)
+    pieces = gl.permute(gl.reshape(gl.zeros((HALF_M, BLOCK_N), c_desc.dtype, acc_layout),
+                                   [HALF_M, 2, PIECE_N]), [0, 2, 1])
+    left, kept = gl.split(pieces)  # kept: the last tile's right piece, rounded
+    kept_row = 0
+    kept_col = 0
     fill = 0
-    for tile in range(gl.program_id(0), tiles_m * tiles_n, NUM_SMS):
+    for tile in range(first, tiles_m * tiles_n, NUM_SMS):
         row, col = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = gl.zeros((HALF_M, BLOCK_N), gl.float32, acc_layout)
         for k_step in range(k_steps):
@@ -143,23 +157,29 @@ def _consumer(c_desc, a_bufs, b_bufs, c_buf, ready, empty, M, N, K, HALF: gl.con
             if B_COLUMN_MAJOR:
                 b = b.permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
+            if k_step == 0 and tile != first:
+                tma.store_wait(0)  # the left piece has left c_buf
+                c_buf.store(kept)
+                fence_async_shared()
+                tma.async_copy_shared_to_global(c_desc, [kept_row, kept_col], c_buf)
             # at most this MMA in flight: the one before it is done, so its buffer is free
             acc, a, b = warpgroup_mma_wait(1, deps=(acc, a, b))
             mbarrier.arrive(empty.index((fill + STAGES - 1) % STAGES), pred=k_step > 0)
             fill += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index((fill + STAGES - 1) % STAGES))
-        # the epilogue: this group's half, rounded, in two 128 x 64 pieces through c_buf
         pieces = gl.permute(gl.reshape(acc.to(c_desc.dtype), [HALF_M, 2, PIECE_N]), [0, 2, 1])
-        left, right = gl.split(pieces)
+        left, kept = gl.split(pieces)
         tma.store_wait(0)  # the previous piece has left c_buf
         c_buf.store(left)
         fence_async_shared()  # the shared-memory writes, before the TMA unit reads them
         tma.async_copy_shared_to_global(c_desc, [row + HALF * HALF_M, col], c_buf)
-        tma.store_wait(0)
-        c_buf.store(right)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [row + HALF * HALF_M, col + PIECE_N], c_buf)
+        kept_row = row + HALF * HALF_M
+        kept_col = col + PIECE_N
+    tma.store_wait(0)
+    c_buf.store(kept)  # every program has at least one tile
+    fence_async_shared()
+    tma.async_copy_shared_to_global(c_desc, [kept_row, kept_col], c_buf)
     tma.store_wait(0)
 
 

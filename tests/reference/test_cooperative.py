@@ -209,14 +209,15 @@ def _seed(*parts: object) -> int:
 @pytest.mark.gpu
 @hopper
 @pytest.mark.parametrize("shape", [(256, 128, 64), (3000, 2000, 1000), (16384, 1024, 1024),
-                                   (1, 8, 8), (136, 264, 8), (4096, 4096, 4096)],
+                                   (1, 8, 8), (136, 264, 8), (4096, 4096, 4096), (2000, 2056, 64)],
                          ids=lambda s: "x".join(map(str, s)))  # fmt: skip
 @pytest.mark.parametrize(("a_t", "b_t"), ORIENTATIONS, ids=ORIENTATION_IDS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=ops.dtype_name)
 def test_matches_the_oracle(shape, a_t, b_t, dtype):
     """Edges in every dimension (3000 x 2000 x 1000: no size a multiple of 128; 136 x 264:
     a second half of 8 rows, a last piece of 8 columns), a single row, one step of K, several
-    tiles a program, both orientations of each operand."""
+    tiles a program (2000 x 2056 x 64: 136 tiles of one step, so a program's kept piece goes
+    out under a first step that is also its tile's last), both orientations of each operand."""
     spec = ops.get("matmul")
     inputs = spec.inputs(shape, dtype, _seed(shape, a_t, b_t, dtype), device="cuda")
     a, b = inputs.values()
