@@ -44,6 +44,10 @@ shuffled order. Per variant: the median, min and max (us), compile's median over
 variant's, and the paired ratio (``learning.report.stats.paired``: the median over rounds of
 compile's sample over the variant's, above 1 faster) with the rounds lost to compile and a
 sign test.
+
+``--cache warm`` times the same variants the way kernel-bench's warm sweep does (a sample is
+one replay of a 30-call graph, no flush), so that a plan that wins cold is checked warm by the
+same script, in the same interleaved rounds.
 """
 
 from __future__ import annotations
@@ -432,12 +436,13 @@ def case_record(case: dict, shape, dtype, summary: dict[str, dict]) -> dict:
             "variants": rows}  # fmt: skip
 
 
-def table_lines(records: list[dict]) -> list[str]:
+def table_lines(records: list[dict], cache: str = "cold") -> list[str]:
     """The closing table: per case, every variant sorted by median; ``*`` the reference's
     plan, whose label the reference's row repeats in brackets."""
-    lines = ["cold L2, kernel-bench's timer; plan RxW: rows a program x warps; * the reference's "
-             "plan; x compile: compile's median over the variant's; paired: the median over "
-             "rounds of the same quotient; lost: rounds slower than compile"]  # fmt: skip
+    lines = [f"{cache} L2, kernel-bench's timer; plan RxW: rows a program x warps; * the "
+             "reference's plan; x compile: compile's median over the variant's; paired: the "
+             "median over rounds of the same quotient; lost: rounds slower than "
+             "compile"]  # fmt: skip
     for record in records:
         own = plan_label(RowPlan(**record["reference_plan"])).removeprefix("plan ")
         lines += ["", f"{record['case']}  (compile: {config_text(record['inductor'])})",
@@ -488,7 +493,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         choices=[ops.dtype_name(d) for d in ops.get(OP).dtypes],
                         help=f"default {' '.join(DTYPES)}")
     parser.add_argument("--samples", type=positive_int, default=15,
-                        help="interleaved rounds, one cold sample per variant each (default 15)")
+                        help="interleaved rounds, one sample per variant each (default 15)")
+    parser.add_argument("--cache", choices=("cold", "warm"), default="cold",
+                        help="flush the L2 before every timed call (cold, the default), "
+                             "or not, as kernel-bench's warm sweep times")  # fmt: skip
     parser.add_argument("--rows", nargs="+", type=power_of_two, default=ROWS,
                         help=f"rows a program to try (default {' '.join(map(str, ROWS))})")
     parser.add_argument("--warps", nargs="+", type=power_of_two, default=WARPS,
@@ -513,8 +521,9 @@ def main(argv=None) -> int:
     timing.warm_gpu()
     spec = ops.get(OP)
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", None)
-    iterations = DEFAULT_ITERATIONS["graph-cold"]
-    timer = make_timer("cuda", "graph", "cold", iterations, WARMUP_CALLS, l2_bytes, flush="read")
+    iterations = DEFAULT_ITERATIONS[f"graph-{args.cache}"]
+    timer = make_timer("cuda", "graph", args.cache, iterations, WARMUP_CALLS, l2_bytes,
+                       flush="read")  # fmt: skip
     cases = {}
     for shape in args.shapes:
         for name in args.dtypes:
@@ -526,16 +535,17 @@ def main(argv=None) -> int:
                             args.seed, timer.finish_round)  # fmt: skip
     records = [case_record(case, shape, dtype, summarize(samples[(shape, dtype)]))
                for (shape, dtype), case in cases.items()]  # fmt: skip
-    print("\n".join(table_lines(records)))
+    print("\n".join(table_lines(records, args.cache)))
     settings = {
-        "timer": timer.name, "cold_method": timer.cold_method,
+        "timer": timer.name, "cache": args.cache, "cold_method": timer.cold_method,
         "fallback_reason": timer.fallback_reason, "calls_per_sample": iterations,
-        "warmup_calls": WARMUP_CALLS, "flush": "read", "flush_bytes": flush_bytes(l2_bytes),
+        "warmup_calls": WARMUP_CALLS, "flush": "read" if args.cache == "cold" else None,
+        "flush_bytes": flush_bytes(l2_bytes) if args.cache == "cold" else None,
         "l2_bytes": l2_bytes, "samples": args.samples, "seed": args.seed,
         "rows": list(args.rows), "warps": list(args.warps),
     }  # fmt: skip
     elapsed = time.perf_counter() - started
-    print(f"\n{elapsed:.0f} s; cold method: {timer.cold_method}")
+    print(f"\n{elapsed:.0f} s; {args.cache} L2, method: {timer.cold_method}")
     payload = {"environment": timing.environment(), "settings": settings,
                "elapsed_s": elapsed, "cases": records}  # fmt: skip
     timing.write_json(args.output, payload, script=__file__, argv=argv)
