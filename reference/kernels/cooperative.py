@@ -3,7 +3,7 @@
 Its predecessor, the ping-pong kernel (``pingpong.py``), gives each of two consumer warp
 groups a 128 x 128 tile of its own and lets one group's epilogue run under the other's MMAs.
 Timed interleaved with ``torch.mm`` it read 1.01-1.07x; timed *alone*, from a rested GPU to its
-power limit (``scripts/gemm_regimes.py``, ``results/h200/gemm-regimes-run1.log``), it was 3-6%
+power limit (``scripts/gemm_regimes.py``, ``results/h200/gemm-regimes.log``), it was 3-6%
 behind cuBLAS in both regimes (0.92-0.97x). Rested, at the top clock, it did less work a cycle;
 at the power limit it did more work a cycle but drew more power for it, so the driver held its
 clock 6-10% under cuBLAS's. (Interleaved, two kernels share one clock, set by their mix: the
