@@ -35,6 +35,8 @@
 #   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
 #   scripts/h200_evidence.sh row-plan-cold OUTDIR the RMSNorm forward's row plans with a cold L2,
 #                                             against compile and Inductor's pick (two seeds)
+#   scripts/h200_evidence.sh row-plan-warm OUTDIR the plans of 1-2 rows on 1-8 warps at 1024 wide,
+#                                             warm at three row counts and cold at 8192 rows
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 #   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
@@ -47,7 +49,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -363,6 +365,16 @@ row-plan-cold)
         step "row-plan-cold-seed$seed" timeout 200 python3 scripts/row_plan_cold.py --seed "$seed" \
             --output "$out/row-plan-cold-seed$seed.json"
     done
+    ;;
+row-plan-warm)
+    # do the one-row plans on few warps that tie compile cold at 1024^2 cost the warm case?
+    narrow="--rows 1 2 --warps 1 2 4 8 --dtypes float32 float16"
+    # shellcheck disable=SC2086  # the plan arguments are words
+    step row-plan-warm timeout 300 python3 scripts/row_plan_cold.py --cache warm $narrow \
+        --shapes 1024x1024 8192x1024 65536x1024 --output "$out/row-plan-warm.json"
+    # shellcheck disable=SC2086
+    step row-plan-cold-8192 timeout 200 python3 scripts/row_plan_cold.py $narrow \
+        --shapes 8192x1024 --output "$out/row-plan-cold-8192.json"
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \
