@@ -37,6 +37,8 @@
 #                                             against compile and Inductor's pick (two seeds)
 #   scripts/h200_evidence.sh row-plan-warm OUTDIR the plans of 1-2 rows on 1-8 warps at 1024 wide,
 #                                             warm at three row counts and cold at 8192 rows
+#   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
+#                                             (row_plan_cold.py --rewrites), warm and cold
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
 #   scripts/h200_evidence.sh plans-ncu OUTDIR those plans under ncu; external-baselines-gemm
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
@@ -49,7 +51,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -375,6 +377,17 @@ row-plan-warm)
     # shellcheck disable=SC2086
     step row-plan-cold-8192 timeout 200 python3 scripts/row_plan_cold.py $narrow \
         --shapes 8192x1024 --output "$out/row-plan-cold-8192.json"
+    ;;
+rmsnorm-code)
+    # what besides the plan sets the one-warp forward's time: 32-bit offsets, a constant stride,
+    # no row mask (Inductor's code at 1024 wide), each and all, on one-row plans
+    code="--rows 1 --warps 1 2 8 --dtypes float32 float16 --shapes 1024x1024"
+    code="$code --rewrites int32 stride-N no-row-mask all"
+    for cache in warm cold; do
+        # shellcheck disable=SC2086  # the arguments are words
+        step "rmsnorm-code-$cache" timeout 250 python3 scripts/row_plan_cold.py --cache "$cache" \
+            $code --output "$out/rmsnorm-code-$cache.json"
+    done
     ;;
 gemm-graph)
     step gemm-graph-length timeout 200 python3 scripts/gemm_graph_length.py \

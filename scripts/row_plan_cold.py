@@ -45,6 +45,10 @@ variant's, and the paired ratio (``learning.report.stats.paired``: the median ov
 compile's sample over the variant's, above 1 faster) with the rounds lost to compile and a
 sign test.
 
+``--rewrites NAME ...`` adds the forward with parts of its code rewritten as Inductor writes
+its own kernel (``REWRITES``: 32-bit row offsets, the row stride a constant, no row mask),
+each with every one-row plan, to ask what, beyond the plan, sets the one-warp kernel's time.
+
 ``--cache warm`` times the same variants the way kernel-bench's warm sweep does (a sample is
 one replay of a 30-call graph, no flush), so that a plan that wins cold is checked warm by the
 same script, in the same interleaved rounds.
@@ -58,6 +62,7 @@ import gc
 import random
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -65,6 +70,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+import _variants  # noqa: E402
 from _records import OneLineParser, positive_int  # noqa: E402
 
 # isort: split
@@ -84,6 +90,23 @@ ROWS = (1, 2, 4, 8)
 WARPS = (2, 4, 8, 16)
 MAX_THREAD_VALUES = 64  # values of a program's tile one thread may hold (one input's tile)
 BASELINE = "compile"
+
+# The forward's whole-row path as Inductor writes it, one difference at a time (Inductor's
+# kernel at 1024 wide: results/h200/inductor-rmsnorm-1024x1024-float32.log): 32-bit row
+# offsets, the row stride a constant (the probe's inputs are contiguous), and no row mask
+# (a program of one row always has its row). Each applies to one-row plans only: with no row
+# mask, a stacked program past the last row would read and write out of bounds.
+_ROWS64 = "    rows64 = rows.to(tl.int64)[:, None]\n    x_row = x_ptr + rows64 * x_row_stride\n"
+_STRIDES = ("    x_row = x_ptr + rows64 * x_row_stride\n"
+            "    r_row = residual_ptr + rows64 * residual_row_stride\n")  # fmt: skip
+_ROW_MASK = ("        mask = row_mask[:, None] & (cols < N)[None, :]\n"
+             "        # the weight first")  # fmt: skip
+_INT32 = (_ROWS64, _ROWS64.replace("rows.to(tl.int64)[:, None]", "rows[:, None]"), 1)
+_STRIDE_N = (_STRIDES, _STRIDES.replace("* x_row_stride", "* N").replace(
+    "* residual_row_stride", "* N"), 1)  # fmt: skip
+_NO_ROW_MASK = (_ROW_MASK, _ROW_MASK.replace("row_mask[:, None] & ", ""), 1)
+REWRITES = {"int32": [_INT32], "stride-N": [_STRIDE_N], "no-row-mask": [_NO_ROW_MASK],
+            "all": [_INT32, _STRIDE_N, _NO_ROW_MASK]}  # fmt: skip
 FLUSH = "(flush)"  # the flush-only graph, sampled only when the timer subtracts it
 
 
@@ -123,9 +146,20 @@ def plan_label(plan: RowPlan) -> str:
     return f"plan {plan.rows_per_program}x{plan.num_warps}"
 
 
-def case_variants(spec: ops.OpSpec, plans: list[RowPlan]) -> dict[str, dict]:
-    """``{label: {"kind", "fn", "plan"}}``: the reference, every plan, compile and eager, each
-    a function with the registry's signature (``spec.call`` calls it)."""
+def rewritten_forwards(names, directory: Path) -> dict:
+    """``{name: module}``: the reference RMSNorm module with each named rewrite applied."""
+    from reference.kernels import rmsnorm
+
+    return {name: _variants.rewritten(rmsnorm, REWRITES[name], directory,
+                                      f"rmsnorm_{name.replace('-', '_')}")
+            for name in names}  # fmt: skip
+
+
+def case_variants(spec: ops.OpSpec, plans: list[RowPlan],
+                  rewritten: dict | None = None) -> dict[str, dict]:  # fmt: skip
+    """``{label: {"kind", "fn", "plan"}}``: the reference, every plan, each rewritten module
+    with every one-row plan (``plan 1x2 int32``), compile and eager, each a function with the
+    registry's signature (``spec.call`` calls it)."""
     module = spec.implementation("reference")
     variants = {"reference": {"kind": "reference", "fn": spec.kernel_function("reference"),
                               "plan": None}}  # fmt: skip
@@ -135,6 +169,16 @@ def case_variants(spec: ops.OpSpec, plans: list[RowPlan]) -> dict[str, dict]:
             return module.rmsnorm_fwd(x, residual, weight, eps, plan=plan)[0]
 
         variants[plan_label(plan)] = {"kind": "plan", "fn": planned, "plan": plan}
+    for name, other in (rewritten or {}).items():
+        for plan in plans:
+            if plan.rows_per_program != 1 or plan.chunked:
+                continue
+
+            def changed(x, residual, weight, eps, plan=plan, other=other):
+                return other.rmsnorm_fwd(x, residual, weight, eps, plan=plan)[0]
+
+            variants[f"{plan_label(plan)} {name}"] = {"kind": "rewritten", "fn": changed,
+                                                      "plan": plan, "rewrite": name}  # fmt: skip
     name, baseline = next(iter(spec.baselines.items()))
     variants[BASELINE] = {"kind": "compile", "fn": fresh_compiled(baseline, "default"),
                           "plan": None, "baseline": name}  # fmt: skip
@@ -382,13 +426,13 @@ def summarize(samples_ms: dict[str, list[float]], baseline: str = BASELINE) -> d
 # --------------------------------------------------------------------------- one case
 
 
-def prepare_case(spec, shape, dtype, seed: int, timer, rows, warps) -> dict:
+def prepare_case(spec, shape, dtype, seed: int, timer, rows, warps, rewritten=None) -> dict:
     """Inputs, variants checked against the oracle, Inductor's pick and every graph captured:
     ``{"inputs", "variants", "reference_plan", "inductor", "timed"}``."""
     label = f"{OP} {spec.shape_label(shape)} {ops.dtype_name(dtype)}"
     inputs = spec.inputs(shape, dtype, seed, "cuda")
     reference_plan, plans = candidate_plans(shape[1], dtype.itemsize, rows, warps)
-    variants = case_variants(spec, plans)
+    variants = case_variants(spec, plans, rewritten)
     try:  # the autotuners alive before compile's first call (held, so no id is reused)
         before = inductor_autotuners()
     except Exception:  # inductor_pick says what failed
@@ -429,8 +473,9 @@ def case_record(case: dict, shape, dtype, summary: dict[str, dict]) -> dict:
         plan = variant["plan"]
         rows.append({"variant": name, "kind": variant["kind"],
                      "plan": asdict(plan) if plan else None,
-                     "reference_plan": plan == reference_plan,
-                     "baseline": variant.get("baseline"), **summary[name]})  # fmt: skip
+                     "reference_plan": plan == reference_plan and variant["kind"] == "plan",
+                     "rewrite": variant.get("rewrite"), "baseline": variant.get("baseline"),
+                     **summary[name]})  # fmt: skip
     return {"case": case["label"], "shape": list(shape), "dtype": ops.dtype_name(dtype),
             "reference_plan": asdict(reference_plan), "inductor": case["inductor"],
             "variants": rows}  # fmt: skip
@@ -501,6 +546,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help=f"rows a program to try (default {' '.join(map(str, ROWS))})")
     parser.add_argument("--warps", nargs="+", type=power_of_two, default=WARPS,
                         help=f"warps to try (default {' '.join(map(str, WARPS))})")
+    parser.add_argument("--rewrites", nargs="+", choices=list(REWRITES), default=[],
+                        help="also time the forward with these rewrites, with every one-row "
+                             "plan (Inductor's code, one difference at a time)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0,
                         help="inputs and the shuffled order of the rounds (default 0)")
     parser.add_argument("--output", help="write the JSON record here")
@@ -525,14 +573,16 @@ def main(argv=None) -> int:
     timer = make_timer("cuda", "graph", args.cache, iterations, WARMUP_CALLS, l2_bytes,
                        flush="read")  # fmt: skip
     cases = {}
-    for shape in args.shapes:
-        for name in args.dtypes:
-            dtype = ops.dtype_from_name(name)
-            cases[(shape, dtype)] = prepare_case(spec, shape, dtype, args.seed, timer,
-                                                 args.rows, args.warps)  # fmt: skip
-    timing.warm_gpu()  # the compiles left the GPU idle
-    samples = sample_rounds({key: case["timed"] for key, case in cases.items()}, args.samples,
-                            args.seed, timer.finish_round)  # fmt: skip
+    with tempfile.TemporaryDirectory() as directory:  # Triton reads a kernel's source file
+        rewritten = rewritten_forwards(args.rewrites, Path(directory))
+        for shape in args.shapes:
+            for name in args.dtypes:
+                dtype = ops.dtype_from_name(name)
+                cases[(shape, dtype)] = prepare_case(spec, shape, dtype, args.seed, timer,
+                                                     args.rows, args.warps, rewritten)
+        timing.warm_gpu()  # the compiles left the GPU idle
+        samples = sample_rounds({key: case["timed"] for key, case in cases.items()},
+                                args.samples, args.seed, timer.finish_round)  # fmt: skip
     records = [case_record(case, shape, dtype, summarize(samples[(shape, dtype)]))
                for (shape, dtype), case in cases.items()]  # fmt: skip
     print("\n".join(table_lines(records, args.cache)))
@@ -542,7 +592,7 @@ def main(argv=None) -> int:
         "warmup_calls": WARMUP_CALLS, "flush": "read" if args.cache == "cold" else None,
         "flush_bytes": flush_bytes(l2_bytes) if args.cache == "cold" else None,
         "l2_bytes": l2_bytes, "samples": args.samples, "seed": args.seed,
-        "rows": list(args.rows), "warps": list(args.warps),
+        "rows": list(args.rows), "warps": list(args.warps), "rewrites": list(args.rewrites),
     }  # fmt: skip
     elapsed = time.perf_counter() - started
     print(f"\n{elapsed:.0f} s; {args.cache} L2, method: {timer.cold_method}")

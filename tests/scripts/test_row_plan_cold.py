@@ -304,3 +304,31 @@ def test_the_cache_argument_chooses_the_timer_mode():
     assert probe.parse_args([]).cache == "cold"
     assert probe.parse_args(["--cache", "warm"]).cache == "warm"
     assert probe.table_lines([], "warm")[0].startswith("warm L2")
+
+
+@pytest.mark.parametrize("name", sorted(probe.REWRITES))
+def test_each_rewrite_applies_and_matches_the_reference(name, tmp_path):
+    """Every rewrite finds its text once in the landed forward, and the rewritten forward, on
+    one-row plans, gives the reference's output (here, in the interpreter)."""
+    import torch
+
+    module = probe.rewritten_forwards([name], tmp_path)[name]
+    source = (tmp_path / f"rmsnorm_{name.replace('-', '_')}.py").read_text()
+    assert source != (ROOT / "reference" / "kernels" / "rmsnorm.py").read_text()
+    generator = torch.Generator().manual_seed(5)
+    x, residual = (torch.randn(6, 1024, generator=generator) for _ in range(2))
+    weight = torch.randn(1024, generator=generator)
+    plan = RowPlan(1024, 1, 2, chunked=False)
+    expected = rmsnorm.rmsnorm_fwd(x, residual, weight, 1e-6, plan=plan)[0]
+    got = module.rmsnorm_fwd(x, residual, weight, 1e-6, plan=plan)[0]
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_rewritten_variants_take_one_row_plans_only():
+    """A rewrite without the row mask would read past the last row in a stacked program: the
+    variants pair rewrites with one-row plans only, and never mark them the reference's."""
+    spec = probe.ops.get("rmsnorm")
+    plans = [RowPlan(1024, 1, 2, chunked=False), RowPlan(1024, 2, 8, chunked=False)]
+    variants = probe.case_variants(spec, plans, {"all": object()})
+    assert "plan 1x2 all" in variants and "plan 2x8 all" not in variants
+    assert variants["plan 1x2 all"]["kind"] == "rewritten"
