@@ -37,6 +37,7 @@
 #                                             against compile and Inductor's pick (two seeds)
 #   scripts/h200_evidence.sh row-plan-warm OUTDIR the plans of 1-2 rows on 1-8 warps at 1024 wide,
 #                                             warm at three row counts and cold at 8192 rows
+#   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
 #                                             (row_plan_cold.py --rewrites), warm and cold
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
@@ -51,7 +52,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -377,6 +378,13 @@ row-plan-warm)
     # shellcheck disable=SC2086
     step row-plan-cold-8192 timeout 200 python3 scripts/row_plan_cold.py $narrow \
         --shapes 8192x1024 --output "$out/row-plan-cold-8192.json"
+    ;;
+gemm-ncu)
+    # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
+    for variant in cooperative torch.mm; do
+        gemm_ncu "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
+            "$variant" 16384 1024 1024
+    done
     ;;
 rmsnorm-code)
     # what besides the plan sets the one-warp forward's time: 32-bit offsets, a constant stride,
