@@ -37,6 +37,8 @@
 #                                             against compile and Inductor's pick (two seeds)
 #   scripts/h200_evidence.sh row-plan-warm OUTDIR the plans of 1-2 rows on 1-8 warps at 1024 wide,
 #                                             warm at three row counts and cold at 8192 rows
+#   scripts/h200_evidence.sh rmsnorm-mask OUTDIR the one-row forward without its row mask at 1024^2
+#                                             and 16384x4096, every dtype, warm and cold
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
 #                                             (row_plan_cold.py --rewrites), warm and cold
@@ -52,7 +54,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -378,6 +380,16 @@ row-plan-warm)
     # shellcheck disable=SC2086
     step row-plan-cold-8192 timeout 200 python3 scripts/row_plan_cold.py $narrow \
         --shapes 8192x1024 --output "$out/row-plan-cold-8192.json"
+    ;;
+rmsnorm-mask)
+    # the row mask of one-row whole-row programs, at the default shapes that have them
+    mask="--rows 1 --warps 4 8 16 32 --rewrites no-row-mask --shapes 1024x1024 16384x4096"
+    mask="$mask --dtypes float32 float16 bfloat16"
+    for cache in warm cold; do
+        # shellcheck disable=SC2086  # the arguments are words
+        step "rmsnorm-mask-$cache" timeout 200 python3 scripts/row_plan_cold.py --cache "$cache" \
+            $mask --output "$out/rmsnorm-mask-$cache.json"
+    done
     ;;
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
