@@ -39,6 +39,8 @@
 #                                             warm at three row counts and cold at 8192 rows
 #   scripts/h200_evidence.sh rmsnorm-mask OUTDIR the one-row forward without its row mask at 1024^2
 #                                             and 16384x4096, every dtype, warm and cold
+#   scripts/h200_evidence.sh rmsnorm-mask-rule OUTDIR the forward's row-mask rule against the mask
+#                                             everywhere, warm and cold; every case, switched
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
 #                                             (row_plan_cold.py --rewrites), warm and cold
@@ -54,7 +56,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -390,6 +392,20 @@ rmsnorm-mask)
         step "rmsnorm-mask-$cache" timeout 200 python3 scripts/row_plan_cold.py --cache "$cache" \
             $mask --output "$out/rmsnorm-mask-$cache.json"
     done
+    ;;
+rmsnorm-mask-rule)
+    # the forward's row mask by its rule (dropped wherever every program's rows exist) against
+    # the mask on every plan, at the reference's own plans, warm and cold; then every default
+    # case with the switch set either way, graph replay, interleaved (row_mask_probe.py)
+    rule="--reference-plan-only --rewrites row-mask --dtypes float32 float16 bfloat16"
+    rule="$rule --shapes 1024x1024 65536x128 1823x781 16384x4096"
+    for cache in warm cold; do
+        # shellcheck disable=SC2086  # the arguments are words
+        step "rmsnorm-mask-rule-$cache" timeout 200 python3 scripts/row_plan_cold.py \
+            --cache "$cache" $rule --output "$out/rmsnorm-mask-rule-$cache.json"
+    done
+    step row-mask-probe-cases timeout 200 python3 scripts/row_mask_probe.py --part cases \
+        --output "$out/row-mask-probe-cases.json"
     ;;
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute

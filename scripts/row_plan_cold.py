@@ -46,8 +46,10 @@ compile's sample over the variant's, above 1 faster) with the rounds lost to com
 sign test.
 
 ``--rewrites NAME ...`` adds the forward with parts of its code rewritten as Inductor writes
-its own kernel (``REWRITES``: 32-bit row offsets, the row stride a constant, no row mask),
-each with every one-row plan, to ask what, beyond the plan, sets the one-warp kernel's time.
+its own kernel (``REWRITES``: 32-bit row offsets, the row stride a constant), or with the row
+mask put back (``row-mask``: the forward before ``rmsnorm._mask_rows`` dropped it), each with
+every whole-row plan, to ask what, beyond the plan, sets the kernel's time.
+``--reference-plan-only`` times the reference's own plan and no other (with its rewrites).
 
 ``--cache warm`` times the same variants the way kernel-bench's warm sweep does (a sample is
 one replay of a 30-call graph, no flush), so that a plan that wins cold is checked warm by the
@@ -93,20 +95,20 @@ BASELINE = "compile"
 
 # The forward's whole-row path as Inductor writes it, one difference at a time (Inductor's
 # kernel at 1024 wide: results/h200/inductor-rmsnorm-1024x1024-float32.log): 32-bit row
-# offsets, the row stride a constant (the probe's inputs are contiguous), and no row mask
-# (a program of one row always has its row). Each applies to one-row plans only: with no row
-# mask, a stacked program past the last row would read and write out of bounds.
+# offsets (``int32``: only for tensors under 2**31 elements) and the row stride a constant
+# (``stride-N``: the probe's inputs are contiguous). Inductor's third difference, no row
+# mask, the reference now has wherever every program's rows exist (``rmsnorm._mask_rows``);
+# ``row-mask`` puts the mask back on every plan, as the forward was before (always safe).
 _ROWS64 = "    rows64 = rows.to(tl.int64)[:, None]\n    x_row = x_ptr + rows64 * x_row_stride\n"
 _STRIDES = ("    x_row = x_ptr + rows64 * x_row_stride\n"
             "    r_row = residual_ptr + rows64 * residual_row_stride\n")  # fmt: skip
-_ROW_MASK = ("        mask = row_mask[:, None] & (cols < N)[None, :]\n"
-             "        # the weight first")  # fmt: skip
+_MASK_RULE = "MASK_ROWS=_mask_rows(plan, x.dtype, n_rows),"
 _INT32 = (_ROWS64, _ROWS64.replace("rows.to(tl.int64)[:, None]", "rows[:, None]"), 1)
 _STRIDE_N = (_STRIDES, _STRIDES.replace("* x_row_stride", "* N").replace(
     "* residual_row_stride", "* N"), 1)  # fmt: skip
-_NO_ROW_MASK = (_ROW_MASK, _ROW_MASK.replace("row_mask[:, None] & ", ""), 1)
-REWRITES = {"int32": [_INT32], "stride-N": [_STRIDE_N], "no-row-mask": [_NO_ROW_MASK],
-            "all": [_INT32, _STRIDE_N, _NO_ROW_MASK]}  # fmt: skip
+_ROW_MASK = (_MASK_RULE, "MASK_ROWS=True,", 1)
+REWRITES = {"int32": [_INT32], "stride-N": [_STRIDE_N], "row-mask": [_ROW_MASK],
+            "all": [_INT32, _STRIDE_N]}  # fmt: skip
 FLUSH = "(flush)"  # the flush-only graph, sampled only when the timer subtracts it
 
 
@@ -158,7 +160,7 @@ def rewritten_forwards(names, directory: Path) -> dict:
 def case_variants(spec: ops.OpSpec, plans: list[RowPlan],
                   rewritten: dict | None = None) -> dict[str, dict]:  # fmt: skip
     """``{label: {"kind", "fn", "plan"}}``: the reference, every plan, each rewritten module
-    with every one-row plan (``plan 1x2 int32``), compile and eager, each a function with the
+    with every whole-row plan (``plan 1x2 int32``), compile and eager, each a function with the
     registry's signature (``spec.call`` calls it)."""
     module = spec.implementation("reference")
     variants = {"reference": {"kind": "reference", "fn": spec.kernel_function("reference"),
@@ -171,7 +173,7 @@ def case_variants(spec: ops.OpSpec, plans: list[RowPlan],
         variants[plan_label(plan)] = {"kind": "plan", "fn": planned, "plan": plan}
     for name, other in (rewritten or {}).items():
         for plan in plans:
-            if plan.rows_per_program != 1 or plan.chunked:
+            if plan.chunked:
                 continue
 
             def changed(x, residual, weight, eps, plan=plan, other=other):
@@ -547,8 +549,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--warps", nargs="+", type=power_of_two, default=WARPS,
                         help=f"warps to try (default {' '.join(map(str, WARPS))})")
     parser.add_argument("--rewrites", nargs="+", choices=list(REWRITES), default=[],
-                        help="also time the forward with these rewrites, with every one-row "
-                             "plan (Inductor's code, one difference at a time)")  # fmt: skip
+                        help="also time the forward with these rewrites, with every whole-row "
+                             "plan (Inductor's code, one difference at a time; row-mask: the "
+                             "row mask on every plan)")  # fmt: skip
+    parser.add_argument("--reference-plan-only", action="store_true",
+                        help="time the reference's own plan only, not the grid of --rows x "
+                             "--warps")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0,
                         help="inputs and the shuffled order of the rounds (default 0)")
     parser.add_argument("--output", help="write the JSON record here")
@@ -558,6 +564,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.shapes = list(dict.fromkeys(shape_argument(s) if isinstance(s, str) else s
                                      for s in args.shapes))  # fmt: skip
     args.dtypes = list(dict.fromkeys(args.dtypes))
+    too_big = [f"{m}x{n}" for m, n in args.shapes if m * n >= 2**31]
+    if too_big and {"int32", "all"} & set(args.rewrites):
+        parser.error(f"argument --rewrites: int32 row offsets overflow at {', '.join(too_big)}")
     return args
 
 
@@ -572,6 +581,7 @@ def main(argv=None) -> int:
     iterations = DEFAULT_ITERATIONS[f"graph-{args.cache}"]
     timer = make_timer("cuda", "graph", args.cache, iterations, WARMUP_CALLS, l2_bytes,
                        flush="read")  # fmt: skip
+    rows, warps = ((), ()) if args.reference_plan_only else (args.rows, args.warps)
     cases = {}
     with tempfile.TemporaryDirectory() as directory:  # Triton reads a kernel's source file
         rewritten = rewritten_forwards(args.rewrites, Path(directory))
@@ -579,7 +589,7 @@ def main(argv=None) -> int:
             for name in args.dtypes:
                 dtype = ops.dtype_from_name(name)
                 cases[(shape, dtype)] = prepare_case(spec, shape, dtype, args.seed, timer,
-                                                     args.rows, args.warps, rewritten)
+                                                     rows, warps, rewritten)
         timing.warm_gpu()  # the compiles left the GPU idle
         samples = sample_rounds({key: case["timed"] for key, case in cases.items()},
                                 args.samples, args.seed, timer.finish_round)  # fmt: skip
@@ -592,7 +602,8 @@ def main(argv=None) -> int:
         "warmup_calls": WARMUP_CALLS, "flush": "read" if args.cache == "cold" else None,
         "flush_bytes": flush_bytes(l2_bytes) if args.cache == "cold" else None,
         "l2_bytes": l2_bytes, "samples": args.samples, "seed": args.seed,
-        "rows": list(args.rows), "warps": list(args.warps), "rewrites": list(args.rewrites),
+        "rows": list(rows), "warps": list(warps), "rewrites": list(args.rewrites),
+        "reference_plan_only": args.reference_plan_only,
     }  # fmt: skip
     elapsed = time.perf_counter() - started
     print(f"\n{elapsed:.0f} s; {args.cache} L2, method: {timer.cold_method}")

@@ -3,19 +3,21 @@
 Its predecessor, the ping-pong kernel (``pingpong.py``), gives each of two consumer warp
 groups a 128 x 128 tile of its own and lets one group's epilogue run under the other's MMAs.
 Timed interleaved with ``torch.mm`` it read 1.01-1.07x; timed *alone*, from a rested GPU to its
-power limit (``scripts/gemm_regimes.py``, ``results/h200/gemm-regimes.log``), it was 3-6%
-behind cuBLAS in both regimes (0.92-0.97x). Rested, at the top clock, it did less work a cycle;
-at the power limit it did more work a cycle but drew more power for it, so the driver held its
-clock 6-10% under cuBLAS's. (Interleaved, two kernels share one clock, set by their mix: the
-ping-pong kernel's power cost was paid by cuBLAS's samples too.)
+power limit (``scripts/gemm_regimes.py``; two runs, ``results/h200/gemm-regimes-run1.log`` and
+``gemm-regimes.log``), it was behind cuBLAS in both regimes (0.92-0.97x). Rested, at the top
+clock, it did less work a cycle; at the power limit it did more work a cycle but drew more
+power for it, so the driver held its clock 5-10% under cuBLAS's. (Interleaved, two kernels
+share one clock, set by their mix: the ping-pong kernel's power cost was paid by cuBLAS's
+samples too.)
 
 The bytes it moves are the likely cost. Each ping-pong group loads both operands of its own
 tile: (128 + 128) / (128 x 128) elements a multiply-add. Here the two consumer groups work on
 one 256 x 128 tile at once, each multiplying its 128-row half of A's block by the B block they
 share: (256 + 128) / (256 x 128), a quarter fewer. Under Nsight Compute at 16384 x 1024 x 1024
 (``results/h200/ncu-gemm-regimes-*.log``) the ping-pong kernel moved 462 MB through L2, this
-schedule 330 MB and cuBLAS 293 (cuBLAS halves one operand again with two-CTA TMA multicast,
-which Gluon's Hopper TMA cannot ask for in Triton 3.6).
+schedule's first version 330 MB and cuBLAS 293 (cuBLAS multicasts one operand to a two-CTA
+cluster, which Gluon's Hopper TMA cannot ask for in Triton 3.6). With super-rows of 4 tile
+rows (below) the kernel moves 294 MB, cuBLAS 298 in the same run (``ncu-gemm-landed-*.log``).
 
 * **one producer warp** issues every TMA load into a ring of ``STAGES`` buffers; a buffer
   holds both 128 x 64 halves of A's block and B's 64 x 128 block (48 KiB), with a *ready*

@@ -86,7 +86,7 @@ def _rmsnorm_fwd_kernel(
     weight_ptr,  # *Pointer* to the weight, N values, contiguous
     y_ptr,  # *Pointer* to the output y, M x N, contiguous, x's dtype
     rstd_ptr,  # *Pointer* to M fp32 values: 1/rms of each row, kept for backward (STORE_RSTD)
-    n_rows,  # runtime: M (never specialized: a new batch size reuses the binary)
+    n_rows,  # runtime: M (not specialized: a batch size reuses the binary of its MASK_ROWS)
     x_row_stride,  # elements between the starts of consecutive rows of x
     residual_row_stride,  # elements between the starts of consecutive rows of residual
     eps,  # added to mean(h*h) before the rsqrt
@@ -97,7 +97,7 @@ def _rmsnorm_fwd_kernel(
     STORE_RSTD: tl.constexpr,  # write rstd (only when a backward will follow)
     NUM_STAGES: tl.constexpr,  # software-pipelining depth of the chunk loops
     EVICT_ROWS: tl.constexpr,  # whole-row path: mark x and residual evict_first (streamed once)
-    MASK_ROWS: tl.constexpr,  # chunked path: mask by row too (False only with one row a program)
+    MASK_ROWS: tl.constexpr,  # mask by row too (False: every program's ROWS rows exist)
 ):
     # read 2*M*N (x, residual) + N (weight, from L2 after the first programs); write M*N (y)
     # (+ M fp32 rstd). CHUNKED reads x and residual a second time, from L2 if rows are in flight.
@@ -110,9 +110,11 @@ def _rmsnorm_fwd_kernel(
     x_row = x_ptr + rows64 * x_row_stride
     r_row = residual_ptr + rows64 * residual_row_stride
     y_row = y_ptr + rows64 * N
+    # MASK_ROWS is False when every program's rows exist (the row count a multiple of ROWS):
+    # the mask would always be true, yet it changes the code ptxas makes (_mask_rows)
     if not CHUNKED:
         cols = tl.arange(0, BLOCK)
-        mask = row_mask[:, None] & (cols < N)[None, :]
+        mask = (row_mask[:, None] if MASK_ROWS else True) & (cols < N)[None, :]
         # the weight first: its L2 round trip overlaps the row loads, not the reduction's end
         w = tl.load(weight_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last")
         if EVICT_ROWS:
@@ -128,8 +130,6 @@ def _rmsnorm_fwd_kernel(
     else:
         # Pass 1: the sum of squares. evict_last keeps the row in L2 for pass 2.
         sum_sq = tl.zeros((ROWS, BLOCK), dtype=tl.float32)
-        # With one row a program (the rule's chunked plans) the row exists: the row mask is
-        # always true, but it changes the code ptxas makes, and so the time (_mask_rows).
         for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):
             cols = col_start + tl.arange(0, BLOCK)
             mask = (row_mask[:, None] if MASK_ROWS else True) & (cols < N)[None, :]
@@ -322,7 +322,7 @@ def rmsnorm_fwd(
         n_rows, x.stride(0), residual.stride(0), float(eps),
         N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
         STORE_RSTD=save_rstd, NUM_STAGES=plan.num_stages, EVICT_ROWS=_evict_rows(n_cols),
-        MASK_ROWS=_mask_rows(plan, x.dtype), num_warps=plan.num_warps,
+        MASK_ROWS=_mask_rows(plan, x.dtype, n_rows), num_warps=plan.num_warps,
     )  # fmt: skip
     return y, rstd
 
@@ -343,24 +343,31 @@ def _evict_rows(n_cols: int) -> bool:
     return n_cols > 8192 or n_cols < 512
 
 
-def _mask_rows(plan: RowPlan, dtype: torch.dtype) -> bool:
-    """Whether the chunked forward masks its loads by row: always with several rows a program
-    (a plan passed in may stack them), and with one (the rule's chunked plans) in bf16 only.
+def _mask_rows(plan: RowPlan, dtype: torch.dtype, n_rows: int) -> bool:
+    """Whether the forward masks its loads and stores by row: when the last program runs past
+    the last row (``n_rows`` not a multiple of ``rows_per_program``), and in the chunked path
+    in bf16. A row mask that is always true still changes the code; whether it costs time is
+    measured, not assumed, and the rule follows the timings. At most two binaries per plan
+    follow: a batch size compiles again only if it changes the answer.
 
-    With one row a program the row mask is always true, yet it changes the code: a measured rule.
-    Timed on the H200 (six runs: results/h200/rmsnorm-row-mask-probe*.log and
-    row-mask-probe*.log; 4096 x 32768, where the one 32768-value chunk is 32 warps, one
-    program of 1024 threads), dropping it ran fp16 3-5%
-    faster and fp32 1-2% faster, but bf16 3% slower; at 8192 x 16384 fp32 gained 2% and the
-    16-bit kernels did not move. Profiled (ncu-rmsnorm-row-mask.log), the masked bf16 kernel is
-    the one version that compiles to 32 registers a thread, the most at which two of these
-    programs share an SM; with two, one program's reduction overlaps the other's loads (81% of
-    the SM's warps active against 46%). Capping the others at 32 (``maxnreg``) spills and does
-    not help. Why the mask costs fp16 and fp32 time with one program an SM is not settled: in
-    the masked code the first loads go out later, but a version whose loads went out earliest
-    of all (rows clamped rather than masked, ``row-mask-probe.log``) was not the fastest.
+    The chunked path (one row a program, 4096 x 32768 and 8192 x 16384; six runs:
+    results/h200/rmsnorm-row-mask-probe*.log and row-mask-probe*.log): dropping the mask ran
+    fp16 3-5% faster and fp32 1-2% faster at 4096 x 32768, but bf16 3% slower; at 8192 x 16384
+    fp32 gained 2% and the 16-bit kernels did not move. Profiled (ncu-rmsnorm-row-mask.log),
+    the masked bf16 kernel is the one version that compiles to 32 registers a thread, the most
+    at which two of these programs share an SM; with two, one program's reduction overlaps the
+    other's loads (81% of the SM's warps active against 46%). Capping the others at 32
+    (``maxnreg``) spills and does not help. Why the mask costs fp16 and fp32 time with one
+    program an SM is not settled: in the masked code the first loads go out later, but a
+    version whose loads went out earliest of all (rows clamped rather than masked,
+    ``row-mask-probe.log``) was not the fastest.
+
+    The whole-row path (rmsnorm-mask-warm.log, rmsnorm-mask-cold.log): at 1024 x 1024 fp32
+    (one row a program, 8 warps) dropping the mask ran 3% faster warm (1.072x compile against
+    1.044x) and 2% faster cold (0.971x against 0.953x); at 16384 x 4096 every dtype moved less
+    than 0.2%.
     """
-    return plan.rows_per_program > 1 or dtype == torch.bfloat16
+    return n_rows % plan.rows_per_program != 0 or (plan.chunked and dtype == torch.bfloat16)
 
 
 @functools.lru_cache(maxsize=16)

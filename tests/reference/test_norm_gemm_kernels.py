@@ -269,16 +269,45 @@ ROW_KERNELS = {
 
 
 def test_the_row_mask_is_dropped_only_where_every_row_exists():
-    """The forward's chunked path may skip its row mask only with one row a program (rows past
-    the end would be read and written otherwise), and the measured rule keeps it in bf16."""
-    one_row = rmsnorm_module.forward_plan(4096, 32768, 2)
-    assert one_row.chunked and one_row.rows_per_program == 1
-    assert not rmsnorm_module._mask_rows(one_row, torch.float16)
-    assert not rmsnorm_module._mask_rows(one_row, torch.float32)
-    assert rmsnorm_module._mask_rows(one_row, torch.bfloat16)
-    stacked = RowPlan(block_cols=128, rows_per_program=2, num_warps=4, chunked=True)
+    """The forward may skip its row mask only when every program's rows exist (a row count that
+    is a multiple of the plan's rows: else the last program would read and write past the
+    end), and the measured rule keeps it in the chunked path in bf16."""
+    one_chunk = rmsnorm_module.forward_plan(4096, 32768, 2)
+    assert one_chunk.chunked and one_chunk.rows_per_program == 1
+    for n_rows in (4096, 4097, 1):
+        assert not rmsnorm_module._mask_rows(one_chunk, torch.float16, n_rows)
+        assert not rmsnorm_module._mask_rows(one_chunk, torch.float32, n_rows)
+        assert rmsnorm_module._mask_rows(one_chunk, torch.bfloat16, n_rows)
+    stacked = rmsnorm_module.forward_plan(65536, 128, 2)
+    assert not stacked.chunked and stacked.rows_per_program > 1
+    rows = stacked.rows_per_program
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
-        assert rmsnorm_module._mask_rows(stacked, dtype)
+        assert not rmsnorm_module._mask_rows(stacked, dtype, 65536)
+        assert not rmsnorm_module._mask_rows(stacked, dtype, 3 * rows)
+        for n_rows in (3 * rows + 1, rows - 1, 1):
+            assert rmsnorm_module._mask_rows(stacked, dtype, n_rows)
+
+
+@pytest.mark.parametrize("n_rows", [32, 37])
+def test_a_stacked_forward_with_and_without_its_row_mask(n_rows):
+    """Four rows a program: 32 rows leave the mask out, 37 keep it; either way each row of y is
+    the oracle's, and the rows after the last are never written (a canary tail)."""
+    spec = ops.get("rmsnorm")
+    inputs = spec.make_inputs((n_rows, 128), torch.float32, 0, default_device())
+    x, residual, weight, eps = inputs.values()
+    plan = RowPlan(block_cols=128, rows_per_program=4, num_warps=4, chunked=False)
+    assert rmsnorm_module._mask_rows(plan, x.dtype, n_rows) == (n_rows % 4 != 0)
+    canary = -7.0
+    buffer = torch.full((n_rows + 8, 128), canary, dtype=x.dtype, device=x.device)
+    y = buffer[:n_rows]
+    rmsnorm_module._rmsnorm_fwd_kernel[plan.grid(n_rows)](
+        x, residual, weight, y, y, n_rows, x.stride(0), residual.stride(0), eps,
+        N=128, BLOCK=128, ROWS=4, CHUNKED=False, STORE_RSTD=False, NUM_STAGES=1,
+        EVICT_ROWS=False, MASK_ROWS=rmsnorm_module._mask_rows(plan, x.dtype, n_rows),
+        num_warps=4,
+    )  # fmt: skip
+    torch.testing.assert_close(y, spec.expected(inputs)[0].to(x.dtype), rtol=1e-5, atol=1e-5)
+    assert torch.all(buffer[n_rows:] == canary)
 
 
 @pytest.mark.parametrize("name", sorted(ROW_KERNELS))

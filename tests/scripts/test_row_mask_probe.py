@@ -16,8 +16,9 @@ from learning import ops  # noqa: E402
 from learning.runtime import default_device  # noqa: E402
 from reference.kernels import rmsnorm, softmax  # noqa: E402
 
-# (37, 781): two rows a program in 16-bit, the last program half past the end; (5, 3000): one
-SHAPES = ((37, 781), (5, 3000))
+# (37, 781): two rows a program in 16-bit, the last program half past the end; (38, 781):
+# every program's rows exist; (5, 3000): one
+SHAPES = ((37, 781), (38, 781), (5, 3000))
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,8 @@ def test_rmsnorm_versions_compute_the_reference(variants, shape, dtype):
                             (rmsnorm, {"MASK_ROWS": True})):  # fmt: skip
         y = torch.full_like(x, float("nan"))
         launch, plan = probe.rmsnorm_launch(module, x, residual, weight, y, eps, **options)
+        if options.get("MASK_ROWS") is False and shape[0] % plan.rows_per_program:
+            continue  # past the end: the probe's cases leave it out, as here
         assert torch.equal(launch(), expected), (module.__name__, options)
 
 

@@ -307,28 +307,55 @@ def test_the_cache_argument_chooses_the_timer_mode():
 
 
 @pytest.mark.parametrize("name", sorted(probe.REWRITES))
-def test_each_rewrite_applies_and_matches_the_reference(name, tmp_path):
+@pytest.mark.parametrize(("n_rows", "rows_per_program"), [(6, 1), (7, 2), (8, 2)])
+def test_each_rewrite_applies_and_matches_the_reference(name, n_rows, rows_per_program,
+                                                        tmp_path):  # fmt: skip
     """Every rewrite finds its text once in the landed forward, and the rewritten forward, on
-    one-row plans, gives the reference's output (here, in the interpreter)."""
+    one-row and stacked plans (7 rows: the last program half past the end), gives the
+    reference's output (here, in the interpreter)."""
     import torch
 
     module = probe.rewritten_forwards([name], tmp_path)[name]
     source = (tmp_path / f"rmsnorm_{name.replace('-', '_')}.py").read_text()
     assert source != (ROOT / "reference" / "kernels" / "rmsnorm.py").read_text()
     generator = torch.Generator().manual_seed(5)
-    x, residual = (torch.randn(6, 1024, generator=generator) for _ in range(2))
+    x, residual = (torch.randn(n_rows, 1024, generator=generator) for _ in range(2))
     weight = torch.randn(1024, generator=generator)
-    plan = RowPlan(1024, 1, 2, chunked=False)
+    plan = RowPlan(1024, rows_per_program, 2, chunked=False)
     expected = rmsnorm.rmsnorm_fwd(x, residual, weight, 1e-6, plan=plan)[0]
     got = module.rmsnorm_fwd(x, residual, weight, 1e-6, plan=plan)[0]
     torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
 
-def test_rewritten_variants_take_one_row_plans_only():
-    """A rewrite without the row mask would read past the last row in a stacked program: the
-    variants pair rewrites with one-row plans only, and never mark them the reference's."""
+def test_the_row_mask_rewrite_masks_every_plan(tmp_path):
+    """``row-mask`` is the forward before the rule: the mask on, whatever the row count."""
+    source = probe.rewritten_forwards(["row-mask"], tmp_path)["row-mask"].__file__
+    text = Path(source).read_text()
+    assert "MASK_ROWS=True," in text and "MASK_ROWS=_mask_rows(" not in text
+
+
+def test_rewritten_variants_take_whole_row_plans_only():
+    """Rewrites change the whole-row path: the variants pair them with every whole-row plan,
+    stacked or not, never with a chunked one, and never mark them the reference's."""
     spec = probe.ops.get("rmsnorm")
-    plans = [RowPlan(1024, 1, 2, chunked=False), RowPlan(1024, 2, 8, chunked=False)]
+    plans = [RowPlan(1024, 1, 2, chunked=False), RowPlan(1024, 2, 8, chunked=False),
+             RowPlan(32768, 1, 32, chunked=True)]  # fmt: skip
     variants = probe.case_variants(spec, plans, {"all": object()})
-    assert "plan 1x2 all" in variants and "plan 2x8 all" not in variants
-    assert variants["plan 1x2 all"]["kind"] == "rewritten"
+    assert "plan 1x2 all" in variants and "plan 2x8 all" in variants
+    assert "plan chunk 32768 w32 all" not in variants and "plan chunk 32768 w32" in variants
+    assert {variants[k]["kind"] for k in ("plan 1x2 all", "plan 2x8 all")} == {"rewritten"}
+
+
+def test_reference_plan_only_times_no_grid():
+    args = probe.parse_args(["--reference-plan-only", "--rewrites", "row-mask"])
+    assert args.reference_plan_only and args.rewrites == ["row-mask"]
+    reference, plans = probe.candidate_plans(128, 2, (), ())
+    assert plans == [reference] == [rmsnorm.forward_plan(1, 128, 2)]
+
+
+def test_int32_offsets_refuse_a_tensor_of_2_to_the_31_elements(tmp_path):
+    output = tmp_path / "out.json"
+    done = _run("--shapes", "65536x32768", "--rewrites", "all", "--output", output)
+    assert done.returncode == 2 and not output.exists()
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--rewrites" in lines[0] and "65536x32768" in lines[0]
