@@ -95,7 +95,7 @@ def rmsnorm_launch(module, x, residual, weight, y, eps, **options):
     meta = dict(
         N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
         STORE_RSTD=False, NUM_STAGES=plan.num_stages, EVICT_ROWS=module._evict_rows(n_cols),
-        MASK_ROWS=module._mask_rows(plan, x.dtype, n_rows), num_warps=plan.num_warps,
+        MASK_ROWS=module._mask_rows(plan, x.dtype, n_rows, n_cols), num_warps=plan.num_warps,
     )  # fmt: skip
     meta |= options
 

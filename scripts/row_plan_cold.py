@@ -102,7 +102,7 @@ BASELINE = "compile"
 _ROWS64 = "    rows64 = rows.to(tl.int64)[:, None]\n    x_row = x_ptr + rows64 * x_row_stride\n"
 _STRIDES = ("    x_row = x_ptr + rows64 * x_row_stride\n"
             "    r_row = residual_ptr + rows64 * residual_row_stride\n")  # fmt: skip
-_MASK_RULE = "MASK_ROWS=_mask_rows(plan, x.dtype, n_rows),"
+_MASK_RULE = "MASK_ROWS=_mask_rows(plan, x.dtype, n_rows, n_cols),"
 _INT32 = (_ROWS64, _ROWS64.replace("rows.to(tl.int64)[:, None]", "rows[:, None]"), 1)
 _STRIDE_N = (_STRIDES, _STRIDES.replace("* x_row_stride", "* N").replace(
     "* residual_row_stride", "* N"), 1)  # fmt: skip

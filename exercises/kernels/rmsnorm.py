@@ -101,7 +101,7 @@ def _rmsnorm_fwd_kernel(
     STORE_RSTD: tl.constexpr,  # write rstd (only when a backward will follow)
     NUM_STAGES: tl.constexpr,  # software-pipelining depth of the chunk loops
     EVICT_ROWS: tl.constexpr,  # whole-row path: mark x and residual evict_first (streamed once)
-    MASK_ROWS: tl.constexpr,  # mask by row too (False: every program's ROWS rows exist)
+    MASK_ROWS: tl.constexpr,  # mask by row too (False only if every program's rows exist)
 ):
     # read 2*M*N (x, residual) + N (weight, from L2 after the first programs); write M*N (y)
     # (+ M fp32 rstd). CHUNKED reads x and residual a second time, from L2 if rows are in flight.
@@ -201,7 +201,7 @@ def rmsnorm_fwd(
         n_rows, x.stride(0), residual.stride(0), float(eps),
         N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
         STORE_RSTD=save_rstd, NUM_STAGES=plan.num_stages, EVICT_ROWS=_evict_rows(n_cols),
-        MASK_ROWS=_mask_rows(plan, x.dtype, n_rows), num_warps=plan.num_warps,
+        MASK_ROWS=_mask_rows(plan, x.dtype, n_rows, n_cols), num_warps=plan.num_warps,
     )  # fmt: skip
     return y, rstd
 
@@ -222,31 +222,40 @@ def _evict_rows(n_cols: int) -> bool:
     return n_cols > 8192 or n_cols < 512
 
 
-def _mask_rows(plan: RowPlan, dtype: torch.dtype, n_rows: int) -> bool:
-    """Whether the forward masks its loads and stores by row: when the last program runs past
-    the last row (``n_rows`` not a multiple of ``rows_per_program``), and in the chunked path
-    in bf16. A row mask that is always true still changes the code; whether it costs time is
-    measured, not assumed, and the rule follows the timings. At most two binaries per plan
-    follow: a batch size compiles again only if it changes the answer.
+def _mask_rows(plan: RowPlan, dtype: torch.dtype, n_rows: int, n_cols: int) -> bool:
+    """Whether the forward masks its loads and stores by row: a measured rule. Always when the
+    last program runs past the last row (``n_rows`` not a multiple of ``rows_per_program``);
+    otherwise the mask is always true, yet it changes the code, and its cost was timed:
 
-    The chunked path (one row a program, 4096 x 32768 and 8192 x 16384; six runs:
-    results/h200/rmsnorm-row-mask-probe*.log and row-mask-probe*.log): dropping the mask ran
-    fp16 3-5% faster and fp32 1-2% faster at 4096 x 32768, but bf16 3% slower; at 8192 x 16384
-    fp32 gained 2% and the 16-bit kernels did not move. Profiled (ncu-rmsnorm-row-mask.log),
-    the masked bf16 kernel is the one version that compiles to 32 registers a thread, the most
-    at which two of these programs share an SM; with two, one program's reduction overlaps the
-    other's loads (81% of the SM's warps active against 46%). Capping the others at 32
-    (``maxnreg``) spills and does not help. Why the mask costs fp16 and fp32 time with one
-    program an SM is not settled: in the masked code the first loads go out later, but a
-    version whose loads went out earliest of all (rows clamped rather than masked,
-    ``row-mask-probe.log``) was not the fastest.
+    * the whole-row path drops it only where the row fills its block (``n_cols ==
+      block_cols``), so that no mask is left and the loads go out unpredicated;
+    * the chunked path (one row a program) drops it except in bf16.
 
-    The whole-row path (rmsnorm-mask-warm.log, rmsnorm-mask-cold.log): at 1024 x 1024 fp32
-    (one row a program, 8 warps) dropping the mask ran 3% faster warm (1.072x compile against
-    1.044x) and 2% faster cold (0.971x against 0.953x); at 16384 x 4096 every dtype moved less
-    than 0.2%.
+    Whole rows (``results/h200/rmsnorm-mask-rule-*.log``, ``row-mask-probe-cases.log``, and
+    before them ``rmsnorm-mask-*.log``): at 1024 x 1024 fp32 (one row a program) dropping it
+    ran 3-4% faster warm in three runs (1.077x compile against 1.041x) and 1-3% faster cold;
+    at 1823 x 781 fp32 (rows not 16-byte aligned, so scalar loads, and a column mask left) it
+    ran 6-7% *slower* warm in two runs and no faster cold, although the SASS differs only in
+    the loads' predicates and order (32 registers against 31); why is not settled. Stacked
+    plans (two rows a program at 1024 x 1024 in 16-bit, 8 and 16 at 65536 x 128) and one-row
+    plans at 16384 x 4096 moved less than 1%, within the runs' noise, either way.
+
+    Chunked rows (4096 x 32768 and 8192 x 16384; six runs: ``rmsnorm-row-mask-probe*.log`` and
+    ``row-mask-probe*.log``): dropping it ran fp16 3-5% faster and fp32 1-2% faster at
+    4096 x 32768, but bf16 3% slower; at 8192 x 16384 fp32 gained 2% and the 16-bit kernels
+    did not move. Profiled (ncu-rmsnorm-row-mask.log), the masked bf16 kernel is the one
+    version that compiles to 32 registers a thread, the most at which two of these programs
+    share an SM; with two, one program's reduction overlaps the other's loads (81% of the SM's
+    warps active against 46%). Capping the others at 32 (``maxnreg``) spills and does not
+    help. Why the mask costs fp16 and fp32 time with one program an SM is not settled either.
+
+    A batch size compiles again only if it changes the answer: at most two binaries a plan.
     """
-    return n_rows % plan.rows_per_program != 0 or (plan.chunked and dtype == torch.bfloat16)
+    if n_rows % plan.rows_per_program:
+        return True  # the last program's rows past the end must be neither read nor written
+    if plan.chunked:
+        return dtype == torch.bfloat16
+    return n_cols != plan.block_cols
 
 
 @functools.lru_cache(maxsize=16)

@@ -271,21 +271,28 @@ ROW_KERNELS = {
 def test_the_row_mask_is_dropped_only_where_every_row_exists():
     """The forward may skip its row mask only when every program's rows exist (a row count that
     is a multiple of the plan's rows: else the last program would read and write past the
-    end), and the measured rule keeps it in the chunked path in bf16."""
+    end); the measured rule then drops it from whole rows that fill their block, and from the
+    chunked path except in bf16."""
     one_chunk = rmsnorm_module.forward_plan(4096, 32768, 2)
     assert one_chunk.chunked and one_chunk.rows_per_program == 1
     for n_rows in (4096, 4097, 1):
-        assert not rmsnorm_module._mask_rows(one_chunk, torch.float16, n_rows)
-        assert not rmsnorm_module._mask_rows(one_chunk, torch.float32, n_rows)
-        assert rmsnorm_module._mask_rows(one_chunk, torch.bfloat16, n_rows)
+        assert not rmsnorm_module._mask_rows(one_chunk, torch.float16, n_rows, 32768)
+        assert not rmsnorm_module._mask_rows(one_chunk, torch.float32, n_rows, 32768)
+        assert rmsnorm_module._mask_rows(one_chunk, torch.bfloat16, n_rows, 32768)
     stacked = rmsnorm_module.forward_plan(65536, 128, 2)
     assert not stacked.chunked and stacked.rows_per_program > 1
     rows = stacked.rows_per_program
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
-        assert not rmsnorm_module._mask_rows(stacked, dtype, 65536)
-        assert not rmsnorm_module._mask_rows(stacked, dtype, 3 * rows)
+        assert not rmsnorm_module._mask_rows(stacked, dtype, 65536, 128)
+        assert not rmsnorm_module._mask_rows(stacked, dtype, 3 * rows, 128)
         for n_rows in (3 * rows + 1, rows - 1, 1):
-            assert rmsnorm_module._mask_rows(stacked, dtype, n_rows)
+            assert rmsnorm_module._mask_rows(stacked, dtype, n_rows, 128)
+    one_row = rmsnorm_module.forward_plan(1024, 1024, 4)
+    assert one_row.rows_per_program == 1 and not one_row.chunked
+    assert not rmsnorm_module._mask_rows(one_row, torch.float32, 1024, 1024)
+    narrower = rmsnorm_module.forward_plan(1823, 781, 4)  # a column mask is left: keep the row's
+    assert narrower.rows_per_program == 1 and narrower.block_cols == 1024
+    assert rmsnorm_module._mask_rows(narrower, torch.float32, 1823, 781)
 
 
 @pytest.mark.parametrize("n_rows", [32, 37])
@@ -296,14 +303,14 @@ def test_a_stacked_forward_with_and_without_its_row_mask(n_rows):
     inputs = spec.make_inputs((n_rows, 128), torch.float32, 0, default_device())
     x, residual, weight, eps = inputs.values()
     plan = RowPlan(block_cols=128, rows_per_program=4, num_warps=4, chunked=False)
-    assert rmsnorm_module._mask_rows(plan, x.dtype, n_rows) == (n_rows % 4 != 0)
+    assert rmsnorm_module._mask_rows(plan, x.dtype, n_rows, 128) == (n_rows % 4 != 0)
     canary = -7.0
     buffer = torch.full((n_rows + 8, 128), canary, dtype=x.dtype, device=x.device)
     y = buffer[:n_rows]
     rmsnorm_module._rmsnorm_fwd_kernel[plan.grid(n_rows)](
         x, residual, weight, y, y, n_rows, x.stride(0), residual.stride(0), eps,
         N=128, BLOCK=128, ROWS=4, CHUNKED=False, STORE_RSTD=False, NUM_STAGES=1,
-        EVICT_ROWS=False, MASK_ROWS=rmsnorm_module._mask_rows(plan, x.dtype, n_rows),
+        EVICT_ROWS=False, MASK_ROWS=rmsnorm_module._mask_rows(plan, x.dtype, n_rows, 128),
         num_warps=4,
     )  # fmt: skip
     torch.testing.assert_close(y, spec.expected(inputs)[0].to(x.dtype), rtol=1e-5, atol=1e-5)
