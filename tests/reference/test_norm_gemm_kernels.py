@@ -370,17 +370,22 @@ def _compiled_variants(kernel) -> int:
 @pytest.mark.gpu
 @gpu
 def test_rmsnorm_compiles_once_for_any_row_count():
-    """Forward and backward: one binary each for N = 1024, whatever M."""
+    """Backward: one binary each for N = 1024, whatever M. Forward: one for each answer of its
+    row-mask rule, so two (1024 fp16 is two rows a program: odd row counts keep the mask)."""
     spec = ops.get("rmsnorm_train")
     fn = spec.kernel_function("reference")
     kernels = [rmsnorm_module._rmsnorm_fwd_kernel, rmsnorm_module._rmsnorm_bwd_kernel,
                rmsnorm_module._rmsnorm_dweight_kernel]  # fmt: skip
+    counts = (1000, 1024, 4099, 17, 65536)
+    plan = rmsnorm_module.forward_plan(1, 1024, 2)
+    masks = {rmsnorm_module._mask_rows(plan, torch.float16, rows, 1024) for rows in counts}
+    assert masks == {True, False}
     before = [_compiled_variants(k) for k in kernels]
-    for rows in (1000, 1024, 4099, 17, 65536):
+    for rows in counts:
         spec.call(fn, spec.inputs((rows, 1024), torch.float16, rows, device="cuda"))
     torch.cuda.synchronize()
     added = [_compiled_variants(k) - b for k, b in zip(kernels, before, strict=True)]
-    assert added == [1, 1, 1], f"compiled variants added (fwd, bwd, dweight): {added}"
+    assert added == [2, 1, 1], f"compiled variants added (fwd, bwd, dweight): {added}"
 
 
 @pytest.mark.gpu
