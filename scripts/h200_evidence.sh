@@ -412,18 +412,21 @@ rmsnorm-mask-rule)
 cold-aa)
     # kernel-bench's A/A test in cold mode at the small cases: the reference timed twice, as
     # `triton` and as `learner` (a copy of reference/kernels/ standing in for exercises/, in a
-    # temporary directory: the tree's exercises are not touched), three visit orders. Logs
-    # only: the reports would fingerprint files that only the temporary copy holds.
+    # temporary directory: the tree's exercises are not touched), three visit orders; each
+    # log ends with the pairs read by scripts/aa_pairs.py. Logs only: the reports would
+    # fingerprint files that only the temporary copy holds.
     repo=$PWD
     aa=$(mktemp -d)
     cp -r exercises "$aa/" && cp reference/kernels/*.py "$aa/exercises/kernels/"
     for seed in 0 1 2; do
         common="--cache cold --compile --impl learner --samples 15 --visits 5 --seed $seed"
-        step "cold-aa-add-seed$seed" bash -c "cd '$aa' && PYTHONPATH='$repo' timeout 150 \
-            python3 -m learning.bench --op add --shape 1024 1024 $common --output add.json"
-        step "cold-aa-rmsnorm-seed$seed" bash -c "cd '$aa' && PYTHONPATH='$repo' timeout 200 \
-            python3 -m learning.bench --op rmsnorm --shape 1024 1024 --shape 65536 128 $common \
-            --output rmsnorm.json"
+        for op in add rmsnorm; do
+            shapes="--shape 1024 1024"
+            if [ "$op" = rmsnorm ]; then shapes="$shapes --shape 65536 128"; fi
+            step "cold-aa-$op-seed$seed" bash -c "cd '$aa' && PYTHONPATH='$repo' timeout 200 \
+                python3 -m learning.bench --op $op $shapes $common --output $op-$seed.json \
+                && python3 '$repo/scripts/aa_pairs.py' $op-$seed.json"
+        done
     done
     rm -rf "$aa"
     ;;
