@@ -23,7 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _records import OneLineParser  # noqa: E402
+from _records import REPO_ROOT, OneLineParser  # noqa: E402
+
+sys.path.insert(0, str(REPO_ROOT))  # learning, wherever the script is run from
 
 STEADY_P = 0.01
 

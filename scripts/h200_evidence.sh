@@ -423,9 +423,9 @@ cold-aa)
         for op in add rmsnorm; do
             shapes="--shape 1024 1024"
             if [ "$op" = rmsnorm ]; then shapes="$shapes --shape 65536 128"; fi
-            step "cold-aa-$op-seed$seed" bash -c "cd '$aa' && PYTHONPATH='$repo' timeout 200 \
-                python3 -m learning.bench --op $op $shapes $common --output $op-$seed.json \
-                && python3 '$repo/scripts/aa_pairs.py' $op-$seed.json"
+            step "cold-aa-$op-seed$seed" bash -c "cd '$aa' && export PYTHONPATH='$repo' \
+                && timeout 200 python3 -m learning.bench --op $op $shapes $common \
+                --output $op-$seed.json && python3 '$repo/scripts/aa_pairs.py' $op-$seed.json"
         done
     done
     rm -rf "$aa"
