@@ -41,7 +41,8 @@
 #                                             and 16384x4096, every dtype, warm and cold
 #   scripts/h200_evidence.sh rmsnorm-mask-rule OUTDIR the forward's row-mask rule against the mask
 #                                             everywhere, warm and cold; every case, switched
-#   scripts/h200_evidence.sh cold-aa OUTDIR  kernel-bench's A/A test cold at 1024^2 and 65536x128:
+#   scripts/h200_evidence.sh cold-aa OUTDIR  kernel-bench's A/A test cold at 1024^2 and 65536x128
+#                                             (warm-aa: the same, warm):
 #                                             the reference as triton and as learner, 3 seeds
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
@@ -58,7 +59,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -409,21 +410,22 @@ rmsnorm-mask-rule)
     step row-mask-probe-cases timeout 200 python3 scripts/row_mask_probe.py --part cases \
         --output "$out/row-mask-probe-cases.json"
     ;;
-cold-aa)
-    # kernel-bench's A/A test in cold mode at the small cases: the reference timed twice, as
+cold-aa|warm-aa)
+    # kernel-bench's A/A test at the small cases, cold or warm: the reference timed twice, as
     # `triton` and as `learner` (a copy of reference/kernels/ standing in for exercises/, in a
     # temporary directory: the tree's exercises are not touched), three visit orders; each
     # log ends with the pairs read by scripts/aa_pairs.py. Logs only: the reports would
     # fingerprint files that only the temporary copy holds.
+    cache=${part%-aa}
     repo=$PWD
     aa=$(mktemp -d)
     cp -r exercises "$aa/" && cp reference/kernels/*.py "$aa/exercises/kernels/"
     for seed in 0 1 2; do
-        common="--cache cold --compile --impl learner --samples 15 --visits 5 --seed $seed"
+        common="--cache $cache --compile --impl learner --samples 15 --visits 5 --seed $seed"
         for op in add rmsnorm; do
             shapes="--shape 1024 1024"
             if [ "$op" = rmsnorm ]; then shapes="$shapes --shape 65536 128"; fi
-            step "cold-aa-$op-seed$seed" bash -c "cd '$aa' && export PYTHONPATH='$repo' \
+            step "$part-$op-seed$seed" bash -c "cd '$aa' && export PYTHONPATH='$repo' \
                 && timeout 200 python3 -m learning.bench --op $op $shapes $common \
                 --output $op-$seed.json && python3 '$repo/scripts/aa_pairs.py' $op-$seed.json"
         done
