@@ -44,6 +44,7 @@
 #   scripts/h200_evidence.sh cold-aa OUTDIR  kernel-bench's A/A test cold at 1024^2 and 65536x128
 #                                             (warm-aa: the same, warm):
 #                                             the reference as triton and as learner, 3 seeds
+#   scripts/h200_evidence.sh rmsnorm-bwd OUTDIR the RMSNorm backward's variants, interleaved
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
 #                                             (row_plan_cold.py --rewrites), warm and cold
@@ -59,7 +60,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -431,6 +432,12 @@ cold-aa|warm-aa)
         done
     done
     rm -rf "$aa"
+    ;;
+rmsnorm-bwd)
+    # the RMSNorm backward's variants (prefetch, narrow weight, evict_first, more programs),
+    # timed interleaved at every training shape, fp16, with its A/A pair
+    step rmsnorm-bwd-probe timeout 300 python3 scripts/rmsnorm_bwd_probe.py \
+        --output "$out/rmsnorm-bwd-probe.json"
     ;;
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
