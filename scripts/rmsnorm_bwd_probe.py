@@ -44,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _arguments import shape_argument  # noqa: E402
 from _records import OneLineParser, positive_int  # noqa: E402
 from _variants import rewritten  # noqa: E402
 
@@ -197,16 +198,6 @@ def table_lines(records: list[dict]) -> list[str]:
                          f"{row['tbps']:5.2f} {ratio:>7} {lost:>6}")  # fmt: skip
     return lines
 
-
-def shape_argument(text: str) -> tuple[int, int]:
-    parts = text.lower().split("x")
-    try:
-        shape = tuple(int(part) for part in parts)
-    except ValueError:
-        shape = ()
-    if len(shape) != 2 or min(shape) < 1:
-        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 16384x4096, got {text!r}")
-    return shape
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -73,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
 import _variants  # noqa: E402
+from _arguments import shape_argument  # noqa: E402
 from _records import OneLineParser, positive_int  # noqa: E402
 
 # isort: split
@@ -510,18 +511,6 @@ def table_lines(records: list[dict], cache: str = "cold") -> list[str]:
 
 
 # --------------------------------------------------------------------------- arguments
-
-
-def shape_argument(text: str) -> tuple[int, int]:
-    """An argparse type: ``ROWSxCOLS``, two whole numbers > 0."""
-    parts = text.lower().split("x")
-    try:
-        shape = tuple(int(part) for part in parts)
-    except ValueError:
-        shape = ()
-    if len(shape) != 2 or min(shape) < 1:
-        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 1024x1024, got {text!r}")
-    return shape
 
 
 def power_of_two(text: str) -> int:
