@@ -352,6 +352,40 @@ def test_a_typical_mistake_fails_with_its_hint(
     assert hint in message, message
 
 
+def test_the_tile_count_check_never_draws_a_single_tile_case():
+    """The check that catches one big ``a @ b`` counts tile products; a case of one tile along
+    every dimension would let that mistake pass (it did, for one seed in CI). Every seed must
+    draw at least two tiles along each dimension."""
+    import math
+    import random
+
+    from learning.check.foundations import gemm_arithmetic
+
+    for seed in range(2000):
+        shape, tiles = gemm_arithmetic._several_tiles_case(random.Random(seed))
+        assert all(math.ceil(size / tile) >= 2 for size, tile in zip(shape, tiles, strict=True))
+
+
+SEEDS = (0, 1, 2, 3, 4, 3212148989)  # the last: the CI seed that once let a mistake through
+
+
+@pytest.mark.parametrize(
+    ("exercise", "module", "old", "new", "check", "hint"),
+    MISTAKES,
+    ids=[f"{m[0]}:{m[4]}:{m[5][:20]}" for m in MISTAKES],
+)
+def test_every_typical_mistake_is_caught_whatever_the_seed(
+    exercise, module, old, new, check, hint, tmp_path, monkeypatch
+):
+    """The checker draws its inputs from a fresh seed each run: a mistake caught under one seed
+    must be caught under every seed (here, six fixed ones)."""
+    impl = _package(tmp_path, monkeypatch, module, _mistake(module, old, new))
+    for seed in SEEDS:
+        monkeypatch.setattr(foundations.secrets, "randbits", lambda bits, seed=seed: seed)
+        failed = _failed(foundations.run(exercise, impl))
+        assert check in failed, f"seed {seed}: the mistake was not caught; failed: {list(failed)}"
+
+
 def test_padding_counted_in_the_tile_plan_gets_the_edge_hint(tmp_path, monkeypatch):
     """Counting full tiles at the edges (reading padding) is a mistake of its own: is it named?"""
     source = _mistake(

@@ -87,8 +87,14 @@ def _check_blocked_oracle(learner: Learner, rng: random.Random) -> None:
                 )
 
 
+def _several_tiles_case(rng: random.Random) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """A shape of 20-90 in each dimension and tiles of 8 or 16: at least two tiles along every
+    dimension, so that one big product can never pass for the blocked loop."""
+    return random_shape(rng, 3, 20, 90), tuple(rng.choice([8, 16]) for _ in range(3))
+
+
 def _check_blocked_tiles(learner: Learner, rng: random.Random) -> None:
-    shape, tiles = _tile_cases(rng)[1]
+    shape, tiles = _several_tiles_case(rng)
     inputs = ops.get("matmul").inputs(shape, torch.float32, seed=rng.randrange(2**31))
     with Dispatches() as trace:
         learner.blocked_matmul(inputs["a"], inputs["b"], *tiles)
