@@ -331,13 +331,14 @@ MISTAKES = [
         "allow_tf32",
     ),
 ]
-
-
-@pytest.mark.parametrize(
+each_mistake = pytest.mark.parametrize(
     ("exercise", "module", "old", "new", "check", "hint"),
     MISTAKES,
     ids=[f"{m[0]}:{m[4]}:{m[5][:20]}" for m in MISTAKES],
 )
+
+
+@each_mistake
 def test_a_typical_mistake_fails_with_its_hint(
     exercise, module, old, new, check, hint, tmp_path, monkeypatch
 ):
@@ -369,11 +370,7 @@ def test_the_tile_count_check_never_draws_a_single_tile_case():
 SEEDS = (0, 1, 2, 3, 4, 3212148989)  # the last: the CI seed that once let a mistake through
 
 
-@pytest.mark.parametrize(
-    ("exercise", "module", "old", "new", "check", "hint"),
-    MISTAKES,
-    ids=[f"{m[0]}:{m[4]}:{m[5][:20]}" for m in MISTAKES],
-)
+@each_mistake
 def test_every_typical_mistake_is_caught_whatever_the_seed(
     exercise, module, old, new, check, hint, tmp_path, monkeypatch
 ):
