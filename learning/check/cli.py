@@ -12,6 +12,7 @@ import sys
 
 from learning import manifest as manifest_module
 from learning.check.runner import ExerciseReport, check_exercise
+from learning.check.seeds import replay_seed
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -46,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     if not impl.isidentifier():
         parser.error(f"--impl takes a package name, got {impl!r}")
 
+    try:
+        replay_seed()  # a bad LEARNING_CHECK_SEED is a usage error, before anything runs
+    except ValueError as error:
+        print(f"python -m learning.check: {error}", file=sys.stderr)
+        return EXIT_USAGE
     report = check_exercise(args.exercise, impl, manifest=manifest)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))

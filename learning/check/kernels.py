@@ -26,8 +26,6 @@ says (:func:`points_for`): 60% for the shape and special checks, 40% for the pro
 from __future__ import annotations
 
 import importlib
-import os
-import secrets
 import time
 import traceback
 from collections.abc import Callable
@@ -46,10 +44,10 @@ from learning.check.kernel_guards import (
     place_inputs,
 )
 from learning.check.model import CheckResult
+from learning.check.seeds import SEED_VARIABLE, run_seed
 
 POINTS = 10.0  # an exercise's worth when the course manifest does not say
 _CORRECTNESS_SHARE = 0.6  # of an op's points: the shapes and special checks; the rest: properties
-SEED_VARIABLE = "LEARNING_CHECK_SEED"  # n: the run's seeds are n+1, n+2, ... (a replay)
 _SETTLE_S = 0.02  # how long an output must stay unchanged after the call returned
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -247,7 +245,8 @@ class _SpecGrader:
         seed = self.seeds.next()
         values = self._values(shape, dtype, seed, transform)
         describe = f"input: {spec.name} {spec.shape_label(shape)} {ops.dtype_name(dtype)}, "
-        context = f"{describe}seed {seed}{note}"
+        replay = f"; {SEED_VARIABLE}={self.seeds.start} replays the run"
+        context = f"{describe}seed {seed}{note}{replay}"
 
         inputs, guarded = place_inputs(values, spec.wrt)
         first = self._call(inputs, guarded, context)
@@ -290,7 +289,7 @@ class _SpecGrader:
                 item.view.copy_(values_b[item.name])
                 item.refresh_snapshot()
         inputs = {**inputs, **{k: v for k, v in values_b.items() if not torch.is_tensor(v)}}
-        context_b = f"{describe}seed {seed_b}{note} (call 3: call 1's tensors, new values)"
+        context_b = f"{describe}seed {seed_b}{note}{replay} (call 3: call 1's tensors, new values)"
         third = self._call(inputs, guarded, context_b)
         self._check_memory(third, context_b)
         verdicts = self._compare(third.at_return, spec.expected(values_b), dtype)
@@ -494,11 +493,12 @@ class _SpecGrader:
 
 
 class _Seeds:
-    """Fresh seeds for every case; ``LEARNING_CHECK_SEED`` replays a run."""
+    """Fresh seeds for every case, numbered from the run's start (``seeds.run_seed``):
+    ``LEARNING_CHECK_SEED=<start>`` replays a run case for case."""
 
     def __init__(self) -> None:
-        start = os.environ.get(SEED_VARIABLE)
-        self._next = int(start) if start else secrets.randbelow(2**31 - 1_000_000)
+        self.start = run_seed(2**31 - 1_000_000)
+        self._next = self.start
 
     def next(self) -> int:
         self._next += 1

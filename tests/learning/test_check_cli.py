@@ -90,6 +90,32 @@ def test_unknown_exercise_exits_2_and_lists_the_exercises():
         check_exercise("measurment")
 
 
+@pytest.mark.parametrize("value", ["abc", "-3", "1.5"])
+def test_a_bad_replay_seed_exits_2_in_one_line(value: str, monkeypatch):
+    """LEARNING_CHECK_SEED that is not a whole number: one line naming it, exit 2, no grading."""
+    monkeypatch.setenv("LEARNING_CHECK_SEED", value)
+    process, _ = run_cli("measurement", "--reference")
+    assert process.returncode == 2 and process.stdout == ""
+    lines = process.stderr.strip().splitlines()
+    assert len(lines) == 1 and "LEARNING_CHECK_SEED" in lines[0] and repr(value) in lines[0]
+
+
+def test_a_failure_names_its_seed_and_the_seed_replays_it(tmp_path: Path, monkeypatch):
+    """A failed measurement check ends with its seed; run again with LEARNING_CHECK_SEED set to
+    it, the same check fails on the same inputs, message for message."""
+    package = write_package(tmp_path, "seeded", MISTAKES)
+    first = check_exercise("measurement", package, extra_path=[tmp_path])
+    failed = {c.name: c.message for c in first.checks if not c.passed}
+    note = failed["logical_gbps"].splitlines()[-1]
+    assert note.startswith("(seed ") and "LEARNING_CHECK_SEED=" in note
+    seed = note.split()[1].rstrip(":")
+    monkeypatch.setenv("LEARNING_CHECK_SEED", seed)
+    again = check_exercise("measurement", package, extra_path=[tmp_path])
+    replayed = {c.name: c.message for c in again.checks if not c.passed}
+    assert replayed["logical_gbps"] == failed["logical_gbps"]
+    assert replayed["speedup"] == failed["speedup"]
+
+
 MISTAKES = """
     from reference.measurement import *  # noqa: F403 (everything right, but for the below)
     del tflops  # missing function

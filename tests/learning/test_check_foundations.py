@@ -378,7 +378,7 @@ def test_every_typical_mistake_is_caught_whatever_the_seed(
     must be caught under every seed (here, six fixed ones)."""
     impl = _package(tmp_path, monkeypatch, module, _mistake(module, old, new))
     for seed in SEEDS:
-        monkeypatch.setattr(foundations.secrets, "randbits", lambda bits, seed=seed: seed)
+        monkeypatch.setenv("LEARNING_CHECK_SEED", str(seed))
         failed = _failed(foundations.run(exercise, impl))
         assert check in failed, f"seed {seed}: the mistake was not caught; failed: {list(failed)}"
 

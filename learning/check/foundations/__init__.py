@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import random
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -29,6 +28,7 @@ from learning.check.foundations import (
 )
 from learning.check.foundations.support import Check, Failed, Learner
 from learning.check.model import CheckResult
+from learning.check.seeds import replay_note, run_seed
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def run(exercise: str, impl: str = "exercises") -> list[CheckResult]:
         message = f"could not import {module_name}: {type(error).__name__}: {error}"
         return [CheckResult(f"import {module_name}", False, float(len(spec.checks)), message)]
     ops.numerics_policy()
-    seed = secrets.randbits(32)
+    seed = run_seed(2**32)
     results = []
     for check in spec.checks:
         rng = random.Random(f"{seed}/{check.name}")  # each check's inputs are independent
@@ -72,7 +72,7 @@ def run(exercise: str, impl: str = "exercises") -> list[CheckResult]:
         except Failed as failure:
             message = str(failure)
             if message.startswith("input:"):  # drawn inputs: the seed reproduces them
-                message += f"\n(seed {seed})"
+                message += f"\n{replay_note(seed)}"
             results.append(CheckResult(check.name, False, 1.0, message))
         except Exception as error:  # what came back could not even be examined
             message = (

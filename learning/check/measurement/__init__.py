@@ -34,6 +34,7 @@ from learning.check.measurement.samples import (
 )
 from learning.check.measurement.support import PARAMETERS, Check, Failed, Learner, load
 from learning.check.model import CheckResult
+from learning.check.seeds import replay_note, run_seed
 
 CHECKS = (
     Check("speedup", 1, check_speedup),
@@ -52,7 +53,8 @@ CHECKS = (
 def run(exercise: str, impl: str) -> list[CheckResult]:
     """The check-module contract: every check of ``exercise`` against ``<impl>/measurement.py``."""
     learner = load(impl)
-    rng = random.Random()  # fresh inputs every run
+    seed = run_seed(2**32)
+    rng = random.Random(seed)  # fresh inputs every run, unless LEARNING_CHECK_SEED replays one
     results = []
     for index, check in enumerate(CHECKS):
         if isinstance(learner, str):
@@ -62,7 +64,8 @@ def run(exercise: str, impl: str) -> list[CheckResult]:
         try:
             check.function(learner, rng)
         except Failed as failure:
-            results.append(CheckResult(check.name, False, check.points, str(failure)))
+            message = f"{failure}\n{replay_note(seed)}"
+            results.append(CheckResult(check.name, False, check.points, message))
         except Exception as error:  # a value the checks did not anticipate
             message = f"the check could not read what came back: {type(error).__name__}: {error}"
             results.append(CheckResult(check.name, False, check.points, message))
