@@ -46,6 +46,7 @@
 #                                             the reference as triton and as learner, 3 seeds
 #   scripts/h200_evidence.sh rmsnorm-bwd OUTDIR the RMSNorm backward's variants, interleaved
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
+#                                             (gemm-ncu-4096: the same at 4096^3)
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
 #                                             (row_plan_cold.py --rewrites), warm and cold
 #   scripts/h200_evidence.sh plans OUTDIR    streaming launch plans against compile; GEMM ws/clusters
@@ -60,7 +61,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|gemm-ncu-4096|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -444,6 +445,13 @@ gemm-ncu)
     for variant in cooperative torch.mm; do
         gemm_ncu "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
+    done
+    ;;
+gemm-ncu-4096)
+    # the same at 4096^3 fp16, where the kernel alone trails cuBLAS by about 1%
+    for variant in cooperative torch.mm; do
+        gemm_ncu "ncu-gemm-landed-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+            "$variant" 4096 4096 4096
     done
     ;;
 rmsnorm-code)
