@@ -65,6 +65,31 @@ def test_every_variant_computes_the_oracle_gradients(found, shape, dtype):
         assert torch.equal(outputs[0], expected[0]), label  # dx: the same arithmetic
 
 
+def test_a_variant_that_raises_or_misses_the_oracle_is_reported_not_timed(found):
+    """A compile error or a wrong gradient in one variant leaves the others to be timed."""
+    spec = ops.get(probe.OP)
+    inputs = spec.inputs((37, 781), torch.float32, 0, default_device())
+    calls = probe.case_calls(found, inputs)
+    good = calls["reference"]
+
+    def wrong():
+        dx, _, dweight = good()
+        return dx + 1.0, dx + 1.0, dweight
+
+    def broken():
+        raise RuntimeError("out of resource: shared memory\nRequired: 262144")
+
+    failed = probe.checked(spec, {"reference": good, "wrong": wrong, "broken": broken},
+                           inputs, torch.float32)  # fmt: skip
+    assert set(failed) == {"wrong", "broken"}
+    assert failed["broken"].startswith("raised RuntimeError: out of resource")
+    assert "\n" not in failed["broken"] and failed["wrong"]
+    record = {"shape": "37x781", "dtype": "float32", "logical_bytes": 1, "failed": failed,
+              "variants": probe.summarize({"reference": [0.1, 0.1]}, 1)}  # fmt: skip
+    lines = probe.table_lines([record])
+    assert any(line.split()[:3] == ["broken", "not", "timed:"] for line in lines)
+
+
 def test_more_programs_an_sm_multiply_the_persistent_programs():
     plan = rmsnorm.backward_plan(4096, 1024, 2)
     device = torch.device(default_device())
