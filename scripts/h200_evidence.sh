@@ -45,6 +45,8 @@
 #                                             (warm-aa: the same, warm):
 #                                             the reference as triton and as learner, 3 seeds
 #   scripts/h200_evidence.sh rmsnorm-bwd OUTDIR the RMSNorm backward's variants, interleaved
+#   scripts/h200_evidence.sh rmsnorm-wide-bwd OUTDIR the same on wide rows (the chunked path),
+#                                             and the reference under ncu at 4096x32768
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #                                             (gemm-ncu-4096: the same at 4096^3)
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
@@ -61,7 +63,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|gemm-ncu-4096|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|gemm-ncu-4096|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|rmsnorm-wide-bwd|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -75,10 +77,10 @@ step() {
     # EVIDENCE_TAR=path: keep a tarball of everything so far, in case a later step is cut off
     if [ -n "${EVIDENCE_TAR:-}" ]; then tar czf "$EVIDENCE_TAR" -C "$(dirname "$out")" "$(basename "$out")"; fi
 }
-# One GEMM variant under Nsight Compute (SCRIPT --profile VARIANT --shape M N K: the script
+# One variant under Nsight Compute (SCRIPT --profile VARIANT --shape SIZES...: the script
 # calls it once inside a profiler range), clocks left as they are. Only the metrics this ncu
 # knows are asked for (an unknown name stops the whole profile).
-gemm_ncu() {
+ncu_one() {
     local name=$1 script=$2 variant=$3; shift 3
     local known metrics=gpu__time_duration.sum metric
     known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')
@@ -342,7 +344,7 @@ gemm-epilogue)
     # are): clusters, L2 and DRAM traffic, the tensor pipe's busy share, stall reasons
     for run in "16384 1024 1024" "4096 4096 4096"; do
         for variant in reference torch.mm; do
-            gemm_ncu "ncu-gemm-${variant/./}-${run// /x}" scripts/gemm_epilogue.py "$variant" \
+            ncu_one "ncu-gemm-${variant/./}-${run// /x}" scripts/gemm_epilogue.py "$variant" \
                 $run
         done
     done
@@ -354,7 +356,7 @@ gemm-regimes)
     step gemm-regimes timeout 300 python3 scripts/gemm_regimes.py \
         --output "$out/gemm-regimes.json"
     for variant in cooperative ping-pong torch.mm; do
-        gemm_ncu "ncu-gemm-regimes-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-regimes-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
     done
     step gemm-pingpong-host timeout 120 python3 scripts/gemm_pingpong.py --host-profile \
@@ -366,7 +368,7 @@ gemm-group)
     step gemm-regimes-group timeout 300 python3 scripts/gemm_regimes.py --group-m 4 8 16 \
         --seconds 1 --output "$out/gemm-regimes-group.json"
     for variant in cooperative torch.mm; do
-        gemm_ncu "ncu-gemm-regimes-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-regimes-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
             "$variant" 4096 4096 4096
     done
     ;;
@@ -440,17 +442,28 @@ rmsnorm-bwd)
     step rmsnorm-bwd-probe timeout 300 python3 scripts/rmsnorm_bwd_probe.py \
         --output "$out/rmsnorm-bwd-probe.json"
     ;;
+rmsnorm-wide-bwd)
+    # the RMSNorm backward on wide rows (the chunked path): plans and rewrites, interleaved;
+    # then the reference, its diagnostic without the partial row and two ways of keeping the
+    # partial row, one call each under ncu
+    step rmsnorm-wide-bwd-probe timeout 300 python3 scripts/rmsnorm_wide_bwd_probe.py \
+        --output "$out/rmsnorm-wide-bwd-probe.json"
+    for variant in reference "no partial" "partial kept in L2" "partial atomic, 8 rows"; do
+        ncu_one "ncu-rmsnorm-bwd-${variant//[ ,]/-}-4096x32768" scripts/rmsnorm_wide_bwd_probe.py \
+            "$variant" 4096 32768
+    done
+    ;;
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
     for variant in cooperative torch.mm; do
-        gemm_ncu "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
     done
     ;;
 gemm-ncu-4096)
     # the same at 4096^3 fp16, where the kernel alone trails cuBLAS by about 1%
     for variant in cooperative torch.mm; do
-        gemm_ncu "ncu-gemm-landed-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-landed-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
             "$variant" 4096 4096 4096
     done
     ;;

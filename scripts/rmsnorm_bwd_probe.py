@@ -129,6 +129,13 @@ def backward(module, dy, x, residual, weight, rstd, factor: int = 1):
     n_rows, n_cols = x.shape
     plan = module.backward_plan(n_rows, n_cols, x.element_size())
     programs = n_programs(module, plan, n_rows, x.device, factor)
+    return launch_backward(module, plan, programs, dy, x, residual, weight, rstd)
+
+
+def launch_backward(module, plan, programs: int, dy, x, residual, weight, rstd):
+    """``(dx, dweight)``: ``module``'s row kernel with ``plan`` over ``programs`` persistent
+    programs, then its dweight sum, as ``rmsnorm_bwd`` launches them."""
+    n_rows, n_cols = x.shape
     dx = torch.empty_like(x)
     dweight = torch.empty_like(weight)
     allocate = torch.zeros if plan.chunked else torch.empty
