@@ -17,6 +17,12 @@ every row it walks. The variants below ask which of those costs the time:
   evict_last / evict_first hints; ``no partial`` drops the partial row's read and write.
   ``no partial`` is a *diagnostic*: its dweight is wrong by design, so it is timed although it
   misses the oracle, to measure what the partial row costs; it is marked so in the table.
+  ``partial kept`` marks the partial row's load and store evict_last; ``partial atomic`` adds
+  into it with a relaxed ``atomic_add`` (no read back to the SM), ``8 rows`` into one of
+  eight shared rows (order-dependent sums: a dweight that changes in its last bits from call
+  to call, which the course's checker refuses in a learner's kernel);
+* ``split``: a deterministic design in two kernels (below): the rows' dot products first,
+  then 2-D tiles that write dx and sum dweight over a group of rows in registers.
 
 ``reference`` is the wrapper's plan through the probe's launcher, ``reference again`` the same
 under a second name (the A/A pair), ``wrapper`` is ``rmsnorm_bwd`` itself. Every other variant
@@ -45,6 +51,8 @@ from _variants import rewritten  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from learning import ops  # noqa: E402
 from reference.kernels import rmsnorm  # noqa: E402
@@ -54,8 +62,8 @@ SHAPES = ((4096, 32768, "float16"), (8192, 16384, "float16"), (2048, 32768, "flo
 
 _CONTINUED = "\n" + " " * 28  # the chunked loops' continuation lines
 _NO_HINTS = [
-    (_CONTINUED + f'{other}eviction_policy="{policy}")', _CONTINUED + f"{other}eviction_policy=\"\")",
-     1)
+    (_CONTINUED + f'{other}eviction_policy="{policy}")',
+     _CONTINUED + f'{other}eviction_policy="")', 1)
     for policy in ("evict_last", "evict_first")
     for other in ("", "other=0.0, ")
 ] + [
@@ -67,9 +75,21 @@ _PARTIAL = (
     "                tl.store(partial_row + cols, partial + tl.sum(dy * h_hat, axis=0), "
     "mask=col_mask)\n"
 )
+_OWNED = ("        # partial_ptr was zero-filled by the launcher: each program owns its row, "
+          "no races.\n")
+_ATOMIC = ("                tl.atomic_add(partial_row + cols, tl.sum(dy * h_hat, axis=0), "
+           "mask=col_mask,\n                              sem=\"relaxed\")\n")  # fmt: skip
 REWRITES = {
     "no hints": _NO_HINTS,
     "no partial": [(_PARTIAL, "", 1)],
+    "partial kept": [(_PARTIAL, _PARTIAL.replace("other=0.0)", 'other=0.0,\n'
+                      '                                  eviction_policy="evict_last")')
+                      .replace("mask=col_mask)\n", 'mask=col_mask,\n'
+                               '                         eviction_policy="evict_last")\n'), 1)],
+    "partial atomic": [(_PARTIAL, _ATOMIC, 1)],
+    "partial atomic, 8 rows": [
+        (_PARTIAL, _ATOMIC, 1),
+        (_OWNED, _OWNED + "        partial_row = partial_ptr + (program % 8) * N\n", 1)],
 }
 DIAGNOSTIC = {"no partial"}  # wrong by design: timed to measure a cost, never a candidate
 
@@ -96,8 +116,97 @@ VARIANTS = {
     "rows 2, block 4096, 16 warps": Variant(
         plan={"rows_per_program": 2, "block_cols": 4096, "num_warps": 16}),
     "whole row, 32 warps": Variant(plan={"chunked": False, "block_cols": None}),
+    "partial kept in L2": Variant("partial kept"),
+    "partial atomic": Variant("partial atomic"),
+    "partial atomic, 8 rows": Variant("partial atomic, 8 rows"),
+    "rows 2, block 8192, partial kept": Variant(
+        "partial kept", plan={"rows_per_program": 2, "block_cols": 8192}),
+    "rows 2, block 8192, atomic 8 rows": Variant(
+        "partial atomic, 8 rows", plan={"rows_per_program": 2, "block_cols": 8192}),
 }
 BASELINE = probe.BASELINE
+
+
+# ------------------------------------------------------------ a deterministic design: split
+# Two kernels instead of one, and no partial row to read and write back for every row: the
+# first reads each row once for its sum(dy * w * h); the second walks 2-D tiles (a group of
+# rows x a column tile), writes dx and sums dy * h_hat over its rows in registers, storing one
+# partial row segment per group. Seven passes of DRAM (the rows are read twice) where the
+# landed kernel reads them once from DRAM and once from L2, but nothing round-trips per row.
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _row_dots_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, dots_ptr, n_rows, x_row_stride,
+                     residual_row_stride, N: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(axis=0).to(tl.int64)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for col_start in tl.range(0, N, BLOCK):
+        cols = col_start + tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0)
+        r = tl.load(residual_ptr + row * residual_row_stride + cols, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+        w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
+        acc += dy.to(tl.float32) * w.to(tl.float32) * (x.to(tl.float32) + r.to(tl.float32))
+    tl.store(dots_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _tile_dx_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, rstd_ptr, dots_ptr, dx_ptr,
+                    partial_ptr, n_rows, x_row_stride, residual_row_stride, N: tl.constexpr,
+                    TILE: tl.constexpr, ROWS: tl.constexpr, GROUP_ROWS: tl.constexpr):
+    group = tl.program_id(axis=0)
+    cols = tl.program_id(axis=1) * TILE + tl.arange(0, TILE)
+    col_mask = cols < N
+    w = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
+    dw_acc = tl.zeros((ROWS, TILE), dtype=tl.float32)
+    for start in tl.range(group * GROUP_ROWS, (group + 1) * GROUP_ROWS, ROWS):
+        rows = start + tl.arange(0, ROWS)
+        row_mask = rows < n_rows
+        rows64 = rows.to(tl.int64)[:, None]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0)
+        r = tl.load(residual_ptr + rows64 * residual_row_stride + cols[None, :], mask=mask,
+                    other=0.0)
+        dy = tl.load(dy_ptr + rows64 * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)[:, None]
+        mean_g_h_hat = tl.load(dots_ptr + rows, mask=row_mask, other=0.0)[:, None] * rstd / N
+        h_hat = (x.to(tl.float32) + r.to(tl.float32)) * rstd
+        dx = (dy * w - h_hat * mean_g_h_hat) * rstd
+        tl.store(dx_ptr + rows64 * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw_acc += dy * h_hat
+    tl.store(partial_ptr + group * N + cols, tl.sum(dw_acc, axis=0), mask=col_mask)
+
+
+SPLITS = {  # label -> (dots BLOCK, dots warps, TILE, ROWS, GROUP_ROWS, tile warps)
+    "split, tiles 1024 x 8": (4096, 8, 1024, 8, 128, 8),
+    "split, tiles 512 x 16": (4096, 8, 512, 16, 256, 8),
+}
+
+
+def split_backward(config, dy, x, residual, weight, rstd):
+    """``(dx, dweight)`` by the split design: row dots, then tiles, then the dweight sum."""
+    dots_block, dots_warps, tile, rows, group_rows, tile_warps = config
+    n_rows, n_cols = x.shape
+    dots = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    _row_dots_kernel[(n_rows,)](dy, x, residual, weight, dots, n_rows, x.stride(0),
+                                residual.stride(0), N=n_cols,
+                                BLOCK=min(dots_block, triton.next_power_of_2(n_cols)),
+                                num_warps=dots_warps)  # fmt: skip
+    groups = triton.cdiv(n_rows, group_rows)
+    partials = torch.empty((groups, n_cols), dtype=torch.float32, device=x.device)
+    dx = torch.empty_like(x)
+    _tile_dx_kernel[(groups, triton.cdiv(n_cols, tile))](
+        dy, x, residual, weight, rstd, dots, dx, partials, n_rows, x.stride(0),
+        residual.stride(0), N=n_cols, TILE=tile, ROWS=rows, GROUP_ROWS=group_rows,
+        num_warps=tile_warps,
+    )  # fmt: skip
+    dweight = torch.empty_like(weight)
+    rmsnorm._rmsnorm_dweight_kernel[(triton.cdiv(n_cols, rmsnorm.DWEIGHT_COLUMNS),)](
+        partials, dweight, groups, N=n_cols, BLOCK=rmsnorm.DWEIGHT_COLUMNS,
+        PARTIALS=rmsnorm.DWEIGHT_PARTIALS, num_warps=4,
+    )  # fmt: skip
+    return dx, dweight
 
 
 def plan_for(variant: Variant, n_rows: int, n_cols: int, element_size: int):
@@ -135,6 +244,15 @@ def case_calls(found: dict, inputs: dict) -> dict:
         return run
 
     calls = {label: call(variant) for label, variant in VARIANTS.items()}
+
+    def split(config):
+        def run():
+            dx, dweight = split_backward(config, dy, x, residual, weight, rstd)
+            return dx, dx, dweight
+
+        return run
+
+    calls.update({label: split(config) for label, config in SPLITS.items()})
 
     def wrapper():
         dx, dweight = rmsnorm.rmsnorm_bwd(dy, x, residual, weight, rstd)
@@ -174,7 +292,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "8192x16384 fp16, 2048x32768 fp32)")  # fmt: skip
     parser.add_argument("--rounds", type=positive_int, default=7,
                         help="interleaved rounds (default 7)")
-    parser.add_argument("--profile", choices=[*VARIANTS, "wrapper"],
+    parser.add_argument("--profile", choices=[*VARIANTS, *SPLITS, "wrapper"],
                         help="call this variant once inside a profiler range (for ncu)")
     parser.add_argument("--shape", type=positive_int, nargs=2, metavar=("M", "N"),
                         help="with --profile: the tensor's rows and columns (fp16)")

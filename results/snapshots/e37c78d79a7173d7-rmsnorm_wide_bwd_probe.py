@@ -1,0 +1,351 @@
+"""Why does the RMSNorm backward stream at half the ceiling on wide rows? Its variants, timed.
+(GPU only; about 1 min)
+
+    python3 scripts/rmsnorm_wide_bwd_probe.py --output results/h200/rmsnorm-wide-bwd-probe.json
+    python3 scripts/rmsnorm_wide_bwd_probe.py --profile reference --shape 4096 32768  # ncu
+
+At 4096 x 32768 fp16 the backward alone ran 545 us, 1.97 TB/s, 45% of the streaming ceiling
+(``results/h200/rmsnorm-bwd-probe.log``), where it reaches 90% at 16384 x 4096. Wide rows take
+the chunked path: one 32-warp program an SM, two passes over each row in 16384-wide chunks
+(the second from L2), and a read-modify-write of the program's fp32 partial dweight row for
+every row it walks. The variants below ask which of those costs the time:
+
+* plans (the same kernel, launched differently): narrower chunks with fewer warps, more
+  programs an SM, a software-pipelined chunk loop, two rows a step (the partial row updated
+  once per two rows), the whole row at once (no second pass; dweight summed in registers);
+* rewrites of the chunked path (``scripts/_variants.py``): ``no hints`` drops its
+  evict_last / evict_first hints; ``no partial`` drops the partial row's read and write.
+  ``no partial`` is a *diagnostic*: its dweight is wrong by design, so it is timed although it
+  misses the oracle, to measure what the partial row costs; it is marked so in the table.
+  ``partial kept`` marks the partial row's load and store evict_last; ``partial atomic`` adds
+  into it with a relaxed ``atomic_add`` (no read back to the SM), ``8 rows`` into one of
+  eight shared rows (order-dependent sums: a dweight that changes in its last bits from call
+  to call, which the course's checker refuses in a learner's kernel);
+* ``split``: a deterministic design in two kernels (below): the rows' dot products first,
+  then 2-D tiles that write dx and sum dweight over a group of rows in registers.
+
+``reference`` is the wrapper's plan through the probe's launcher, ``reference again`` the same
+under a second name (the A/A pair), ``wrapper`` is ``rmsnorm_bwd`` itself. Every other variant
+is checked against the float64 oracle first; one that raises or misses it is listed and left
+out. Samples: CUDA-graph replay, interleaved (``rmsnorm_bwd_probe.py``'s table and JSON).
+
+``--profile LABEL --shape M N`` calls one variant (fp16) three times, then once inside a
+profiler range, for ``ncu --profile-from-start off``, and times nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+import rmsnorm_bwd_probe as probe  # noqa: E402
+from _arguments import shape_argument  # noqa: E402
+from _records import OneLineParser, positive_int  # noqa: E402
+from _variants import rewritten  # noqa: E402
+
+# isort: split
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from learning import ops  # noqa: E402
+from reference.kernels import rmsnorm  # noqa: E402
+
+OP = probe.OP
+SHAPES = ((4096, 32768, "float16"), (8192, 16384, "float16"), (2048, 32768, "float32"))
+
+_CONTINUED = "\n" + " " * 28  # the chunked loops' continuation lines
+_NO_HINTS = [
+    (_CONTINUED + f'{other}eviction_policy="{policy}")', _CONTINUED + f"{other}eviction_policy=\"\")",
+     1)
+    for policy in ("evict_last", "evict_first")
+    for other in ("", "other=0.0, ")
+] + [
+    (" " * 29 + f'eviction_policy="{policy}")', " " * 29 + 'eviction_policy="")', 1)
+    for policy in ("evict_last", "evict_first")
+]
+_PARTIAL = (
+    "                partial = tl.load(partial_row + cols, mask=col_mask, other=0.0)\n"
+    "                tl.store(partial_row + cols, partial + tl.sum(dy * h_hat, axis=0), "
+    "mask=col_mask)\n"
+)
+_OWNED = "        # partial_ptr was zero-filled by the launcher: each program owns its row, no races.\n"
+_ATOMIC = ("                tl.atomic_add(partial_row + cols, tl.sum(dy * h_hat, axis=0), "
+           "mask=col_mask,\n                              sem=\"relaxed\")\n")  # fmt: skip
+REWRITES = {
+    "no hints": _NO_HINTS,
+    "no partial": [(_PARTIAL, "", 1)],
+    "partial kept": [(_PARTIAL, _PARTIAL.replace("other=0.0)", 'other=0.0,\n'
+                      '                                  eviction_policy="evict_last")')
+                      .replace("mask=col_mask)\n", 'mask=col_mask,\n'
+                               '                         eviction_policy="evict_last")\n'), 1)],
+    "partial atomic": [(_PARTIAL, _ATOMIC, 1)],
+    "partial atomic, 8 rows": [
+        (_PARTIAL, _ATOMIC, 1),
+        (_OWNED, _OWNED + "        partial_row = partial_ptr + (program % 8) * N\n", 1)],
+}
+DIAGNOSTIC = {"no partial"}  # wrong by design: timed to measure a cost, never a candidate
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    rewrite: str | None = None  # a REWRITES name, or the reference module
+    plan: dict = dataclasses.field(default_factory=dict)  # RowPlan fields replaced
+    per_sm: int | None = None  # programs an SM; None: the wrapper's count
+
+
+VARIANTS = {
+    "reference": Variant(),
+    "reference again": Variant(),
+    "no hints": Variant("no hints"),
+    "no partial": Variant("no partial"),
+    "block 8192, 16 warps": Variant(plan={"block_cols": 8192, "num_warps": 16}),
+    "block 8192, 16 warps, 2/SM": Variant(plan={"block_cols": 8192, "num_warps": 16}, per_sm=2),
+    "block 4096, 8 warps, 2/SM": Variant(plan={"block_cols": 4096, "num_warps": 8}, per_sm=2),
+    "pipelined chunks": Variant(plan={"num_stages": 2}),
+    "block 8192, 16 warps, pipelined": Variant(
+        plan={"block_cols": 8192, "num_warps": 16, "num_stages": 2}),
+    "rows 2, block 8192": Variant(plan={"rows_per_program": 2, "block_cols": 8192}),
+    "rows 2, block 4096, 16 warps": Variant(
+        plan={"rows_per_program": 2, "block_cols": 4096, "num_warps": 16}),
+    "whole row, 32 warps": Variant(plan={"chunked": False, "block_cols": None}),
+    "partial kept in L2": Variant("partial kept"),
+    "partial atomic": Variant("partial atomic"),
+    "partial atomic, 8 rows": Variant("partial atomic, 8 rows"),
+    "rows 2, block 8192, partial kept": Variant(
+        "partial kept", plan={"rows_per_program": 2, "block_cols": 8192}),
+    "rows 2, block 8192, atomic 8 rows": Variant(
+        "partial atomic, 8 rows", plan={"rows_per_program": 2, "block_cols": 8192}),
+}
+BASELINE = probe.BASELINE
+
+
+# ------------------------------------------------------------ a deterministic design: split
+# Two kernels instead of one, and no partial row to read and write back for every row: the
+# first reads each row once for its sum(dy * w * h); the second walks 2-D tiles (a group of
+# rows x a column tile), writes dx and sums dy * h_hat over its rows in registers, storing one
+# partial row segment per group. Seven passes of DRAM (the rows are read twice) where the
+# landed kernel reads them once from DRAM and once from L2, but nothing round-trips per row.
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _row_dots_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, dots_ptr, n_rows, x_row_stride,
+                     residual_row_stride, N: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(axis=0).to(tl.int64)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for col_start in tl.range(0, N, BLOCK):
+        cols = col_start + tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0)
+        r = tl.load(residual_ptr + row * residual_row_stride + cols, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+        w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
+        acc += dy.to(tl.float32) * w.to(tl.float32) * (x.to(tl.float32) + r.to(tl.float32))
+    tl.store(dots_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _tile_dx_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, rstd_ptr, dots_ptr, dx_ptr,
+                    partial_ptr, n_rows, x_row_stride, residual_row_stride, N: tl.constexpr,
+                    TILE: tl.constexpr, ROWS: tl.constexpr, GROUP_ROWS: tl.constexpr):
+    group = tl.program_id(axis=0)
+    cols = tl.program_id(axis=1) * TILE + tl.arange(0, TILE)
+    col_mask = cols < N
+    w = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
+    dw_acc = tl.zeros((ROWS, TILE), dtype=tl.float32)
+    for start in tl.range(group * GROUP_ROWS, (group + 1) * GROUP_ROWS, ROWS):
+        rows = start + tl.arange(0, ROWS)
+        row_mask = rows < n_rows
+        rows64 = rows.to(tl.int64)[:, None]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0)
+        r = tl.load(residual_ptr + rows64 * residual_row_stride + cols[None, :], mask=mask,
+                    other=0.0)
+        dy = tl.load(dy_ptr + rows64 * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)[:, None]
+        mean_g_h_hat = tl.load(dots_ptr + rows, mask=row_mask, other=0.0)[:, None] * rstd / N
+        h_hat = (x.to(tl.float32) + r.to(tl.float32)) * rstd
+        dx = (dy * w - h_hat * mean_g_h_hat) * rstd
+        tl.store(dx_ptr + rows64 * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw_acc += dy * h_hat
+    tl.store(partial_ptr + group * N + cols, tl.sum(dw_acc, axis=0), mask=col_mask)
+
+
+SPLITS = {  # label -> (dots BLOCK, dots warps, TILE, ROWS, GROUP_ROWS, tile warps)
+    "split, tiles 1024 x 8": (4096, 8, 1024, 8, 128, 8),
+    "split, tiles 512 x 16": (4096, 8, 512, 16, 256, 8),
+}
+
+
+def split_backward(config, dy, x, residual, weight, rstd):
+    """``(dx, dweight)`` by the split design: row dots, then tiles, then the dweight sum."""
+    dots_block, dots_warps, tile, rows, group_rows, tile_warps = config
+    n_rows, n_cols = x.shape
+    dots = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    _row_dots_kernel[(n_rows,)](dy, x, residual, weight, dots, n_rows, x.stride(0),
+                                residual.stride(0), N=n_cols,
+                                BLOCK=min(dots_block, triton.next_power_of_2(n_cols)),
+                                num_warps=dots_warps)  # fmt: skip
+    groups = triton.cdiv(n_rows, group_rows)
+    partials = torch.empty((groups, n_cols), dtype=torch.float32, device=x.device)
+    dx = torch.empty_like(x)
+    _tile_dx_kernel[(groups, triton.cdiv(n_cols, tile))](
+        dy, x, residual, weight, rstd, dots, dx, partials, n_rows, x.stride(0),
+        residual.stride(0), N=n_cols, TILE=tile, ROWS=rows, GROUP_ROWS=group_rows,
+        num_warps=tile_warps,
+    )  # fmt: skip
+    dweight = torch.empty_like(weight)
+    rmsnorm._rmsnorm_dweight_kernel[(triton.cdiv(n_cols, rmsnorm.DWEIGHT_COLUMNS),)](
+        partials, dweight, groups, N=n_cols, BLOCK=rmsnorm.DWEIGHT_COLUMNS,
+        PARTIALS=rmsnorm.DWEIGHT_PARTIALS, num_warps=4,
+    )  # fmt: skip
+    return dx, dweight
+
+
+def plan_for(variant: Variant, n_rows: int, n_cols: int, element_size: int):
+    plan = rmsnorm.backward_plan(n_rows, n_cols, element_size)
+    fields = dict(variant.plan)
+    if fields.get("block_cols", 0) is None:  # the whole row in one block
+        fields["block_cols"] = 1 << (n_cols - 1).bit_length()
+    return dataclasses.replace(plan, **fields)
+
+
+def launch(module, variant: Variant, dy, x, residual, weight, rstd):
+    """``(dx, dweight)``: the wrapper's two launches with this variant's plan and programs."""
+    n_rows, n_cols = x.shape
+    plan = plan_for(variant, n_rows, n_cols, x.element_size())
+    blocks = -(-n_rows // plan.rows_per_program)
+    if variant.per_sm is None:
+        programs = min(blocks, module._persistent_programs(x.device, plan.num_warps))
+    else:
+        sms = (module.INTERPRETER_SM_COUNT if not torch.cuda.is_available()
+               else module._sm_count(x.device.index or 0))  # fmt: skip
+        programs = min(blocks, sms * variant.per_sm)
+    return probe.launch_backward(module, plan, programs, dy, x, residual, weight, rstd)
+
+
+def case_calls(found: dict, inputs: dict) -> dict:
+    x, residual, weight, eps = (inputs[k] for k in ("x", "residual", "weight", "eps"))
+    dy = inputs["grad_output"]
+    _, rstd = rmsnorm.rmsnorm_fwd(x, residual, weight, eps, save_rstd=True)
+
+    def call(variant):
+        def run():
+            dx, dweight = launch(found[variant.rewrite], variant, dy, x, residual, weight, rstd)
+            return dx, dx, dweight
+
+        return run
+
+    calls = {label: call(variant) for label, variant in VARIANTS.items()}
+
+    def split(config):
+        def run():
+            dx, dweight = split_backward(config, dy, x, residual, weight, rstd)
+            return dx, dx, dweight
+
+        return run
+
+    calls.update({label: split(config) for label, config in SPLITS.items()})
+
+    def wrapper():
+        dx, dweight = rmsnorm.rmsnorm_bwd(dy, x, residual, weight, rstd)
+        return dx, dx, dweight
+
+    calls["wrapper"] = wrapper
+    return calls
+
+
+def modules(directory: Path) -> dict:
+    found = {None: rmsnorm}
+    for name, rewrites in REWRITES.items():
+        found[name] = rewritten(rmsnorm, rewrites, directory,
+                                f"rmsnorm_wide_bwd_{name.replace(' ', '_')}")  # fmt: skip
+    return found
+
+
+def profile(found: dict, label: str, shape: tuple[int, int]) -> int:
+    spec = ops.get(OP)
+    inputs = spec.inputs(shape, torch.float16, 0, "cuda")
+    call = case_calls(found, inputs)[label]
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(f"profiled {label} at {spec.shape_label(shape)} float16 (one call: two kernels)")
+    return 0
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = OneLineParser(prog="rmsnorm_wide_bwd_probe", description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", nargs="+", type=shape_argument, default=None,
+                        metavar="ROWSxCOLS", help="fp16 shapes (default: 4096x32768 and "
+                        "8192x16384 fp16, 2048x32768 fp32)")  # fmt: skip
+    parser.add_argument("--rounds", type=positive_int, default=7,
+                        help="interleaved rounds (default 7)")
+    parser.add_argument("--profile", choices=[*VARIANTS, *SPLITS, "wrapper"],
+                        help="call this variant once inside a profiler range (for ncu)")
+    parser.add_argument("--shape", type=positive_int, nargs=2, metavar=("M", "N"),
+                        help="with --profile: the tensor's rows and columns (fp16)")
+    parser.add_argument("--output", help="write the JSON record here")
+    args = parser.parse_args(argv)
+    if (args.profile is None) != (args.shape is None):
+        parser.error("--profile and --shape go together")
+    if args.profile and args.shapes:
+        parser.error("--shapes times; --profile profiles one --shape: one or the other")
+    if args.shapes:
+        args.cases = [(m, n, "float16") for m, n in dict.fromkeys(args.shapes)]
+    else:
+        args.cases = list(SHAPES)
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    timing.require_gpu("rmsnorm_wide_bwd_probe.py")
+    ops.numerics_policy()
+    spec = ops.get(OP)
+    records = []
+    with tempfile.TemporaryDirectory() as directory:  # Triton reads a kernel's source file
+        found = modules(Path(directory))
+        if args.profile:
+            return profile(found, args.profile, tuple(args.shape))
+        timing.warm_gpu()
+        for m, n, name in args.cases:
+            dtype = ops.dtype_from_name(name)
+            inputs = spec.inputs((m, n), dtype, 0, "cuda")
+            calls = case_calls(found, inputs)
+            failed = probe.checked(spec, calls, inputs, dtype)
+            if BASELINE in failed:
+                raise SystemExit(f"rmsnorm_wide_bwd_probe.py: {m}x{n} {name} {BASELINE} "
+                                 f"fails: {failed[BASELINE]}")  # fmt: skip
+            for label in DIAGNOSTIC & failed.keys():
+                if not failed[label].startswith("raised"):
+                    failed.pop(label)  # timed: it misses the oracle by design
+            timing.warm_gpu()
+            timed = {label: call for label, call in calls.items() if label not in failed}
+            samples = timing.interleaved_graph_samples(timed, rounds=args.rounds)
+            logical = 4 * m * n * dtype.itemsize
+            records.append({"shape": f"{m}x{n}", "dtype": name, "logical_bytes": logical,
+                            "failed": failed, "diagnostic": sorted(DIAGNOSTIC),
+                            "variants": probe.summarize(samples, logical)})  # fmt: skip
+    lines = probe.table_lines(records)
+    lines.append("")
+    lines.append(f"diagnostic (dweight wrong by design, timed to measure a cost): "
+                 f"{', '.join(sorted(DIAGNOSTIC))}")  # fmt: skip
+    print("\n".join(lines))
+    timing.write_json(args.output, {"environment": timing.environment(), "rounds": args.rounds,
+                                    "cases": records}, script=__file__, argv=argv)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
