@@ -47,6 +47,7 @@
 #   scripts/h200_evidence.sh rmsnorm-bwd OUTDIR the RMSNorm backward's variants, interleaved
 #   scripts/h200_evidence.sh rmsnorm-wide-bwd OUTDIR the same on wide rows (the chunked path),
 #                                             and the reference under ncu at 4096x32768
+#   scripts/h200_evidence.sh rmsnorm-bwd-ncu OUTDIR the whole-row backward at 16384x4096, ncu
 #   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
 #                                             (gemm-ncu-4096: the same at 4096^3)
 #   scripts/h200_evidence.sh rmsnorm-code OUTDIR the one-row forward with Inductor's code choices
@@ -63,7 +64,7 @@
 # Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is reported and the rest go
 # on. Run from the repository root with the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|gemm-ncu-4096|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|rmsnorm-wide-bwd|only OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|probes|row-mask|gemm-graph|weight-grad|autotune-pick|streaming-fp32|plans|plans-ncu|row-sum-code|evict-ncu|gemm-epilogue|gemm-regimes|gemm-group|row-plan-cold|row-plan-warm|rmsnorm-code|gemm-ncu|gemm-ncu-4096|rmsnorm-mask|rmsnorm-mask-rule|cold-aa|warm-aa|rmsnorm-bwd|rmsnorm-wide-bwd|rmsnorm-bwd-ncu|only OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 mkdir -p "$out"
@@ -452,6 +453,11 @@ rmsnorm-wide-bwd)
         ncu_one "ncu-rmsnorm-bwd-${variant//[ ,]/-}-4096x32768" scripts/rmsnorm_wide_bwd_probe.py \
             "$variant" 4096 32768
     done
+    ;;
+rmsnorm-bwd-ncu)
+    # the whole-row backward at 16384x4096 fp16 (90% of the ceiling), one call under ncu
+    ncu_one ncu-rmsnorm-bwd-reference-16384x4096 scripts/rmsnorm_wide_bwd_probe.py reference \
+        16384 4096
     ;;
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
