@@ -445,11 +445,11 @@ rmsnorm-bwd)
     ;;
 rmsnorm-wide-bwd)
     # the RMSNorm backward on wide rows (the chunked path): plans and rewrites, interleaved;
-    # then the reference, its diagnostic without the partial row, shared atomic partial rows
-    # and the split design, one call each under ncu
+    # then the chunked design, its diagnostic without the partial row, shared atomic partial
+    # rows and the landed backward (the split kernels), one call each under ncu
     step rmsnorm-wide-bwd-probe timeout 300 python3 scripts/rmsnorm_wide_bwd_probe.py \
         --output "$out/rmsnorm-wide-bwd-probe.json"
-    for variant in reference "no partial" "partial atomic, 8 rows" "split, tiles 1024 x 8"; do
+    for variant in reference "no partial" "partial atomic, 8 rows" wrapper; do
         ncu_one "ncu-rmsnorm-bwd-${variant//[ ,]/-}-4096x32768" scripts/rmsnorm_wide_bwd_probe.py \
             "$variant" 4096 32768
     done

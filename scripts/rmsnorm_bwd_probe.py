@@ -61,27 +61,30 @@ from reference.kernels import rmsnorm  # noqa: E402
 OP = "rmsnorm_train"
 DTYPES = ("float16",)
 
-_LOOP = ("        dw_acc = tl.zeros((ROWS, BLOCK), dtype=tl.float32)\n"
-         "        for row_block in range(program, n_row_blocks, n_programs):\n")  # fmt: skip
+_LOOP = ("    dw_acc = tl.zeros((ROWS, BLOCK), dtype=tl.float32)\n"
+         "    for row_block in range(program, n_row_blocks, n_programs):\n")  # fmt: skip
 _PREFETCH = (_LOOP, _LOOP.replace("in range(program, n_row_blocks, n_programs)",
                                   "in tl.range(program, n_row_blocks, n_programs, num_stages=2)"),
              1)  # fmt: skip
-_I8, _I12 = " " * 8, " " * 12  # the whole-row loop's indentation
-_W_LOAD = (_I8 + "w = tl.load(weight_ptr + cols, mask=col_mask, other=0.0)"
-           ".to(tl.float32)[None, :]\n" + _I8 + "dw_acc")  # fmt: skip
+_BODY, _IN_LOOP = " " * 4, " " * 8  # the indentation of the kernel's body and of its row loop
+_W_LOAD = (_BODY + "w = tl.load(weight_ptr + cols, mask=col_mask, other=0.0)"
+           ".to(tl.float32)[None, :]\n" + _BODY + "dw_acc = tl.zeros((ROWS, BLOCK)")  # fmt: skip
 _W_NARROW = [
     (_W_LOAD, _W_LOAD.replace(".to(tl.float32)[None, :]", "[None, :]"), 1),
-    (_I12 + "g = dy * w\n", _I12 + "g = dy * w.to(tl.float32)\n", 1),
+    (_IN_LOOP + "g = dy * w\n", _IN_LOOP + "g = dy * w.to(tl.float32)\n", 1),
 ]
 _EVICT = ', eviction_policy="evict_first")'
-_X_LOAD = _I12 + "x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0)"
-_R_LOAD = (_I12 + "r = tl.load(residual_ptr + rows64 * residual_row_stride + cols[None, :], "
-           "mask=mask,\n" + _I12 + "            other=0.0)")  # fmt: skip
-_DY_LOAD = _I12 + "dy = tl.load(dy_ptr + rows64 * N + cols[None, :], mask=mask, other=0.0)"
+_X_LOAD = (_IN_LOOP + "x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, "
+           "other=0.0)")  # fmt: skip
+_R_LOAD = (_IN_LOOP + "r = tl.load(residual_ptr + rows64 * residual_row_stride + cols[None, :], "
+           "mask=mask,\n" + _IN_LOOP + "            other=0.0)")  # fmt: skip
+_DY_LOAD = _IN_LOOP + "dy = tl.load(dy_ptr + rows64 * N + cols[None, :], mask=mask, other=0.0)"
+# The three row loads read the same in the whole-row kernel and the split backward's tiles
+# kernel: the hint goes on both (2 of each), and only the kernel a shape takes runs.
 _EVICT_FIRST = [
-    (_X_LOAD + "\n", _X_LOAD[:-1] + _EVICT + "\n", 1),
-    (_R_LOAD + "\n", _R_LOAD[:-1] + _EVICT + "\n", 1),
-    (_DY_LOAD + ".to(tl.float32)\n", _DY_LOAD[:-1] + _EVICT + ".to(tl.float32)\n", 1),
+    (_X_LOAD + "\n", _X_LOAD[:-1] + _EVICT + "\n", 2),
+    (_R_LOAD + "\n", _R_LOAD[:-1] + _EVICT + "\n", 2),
+    (_DY_LOAD + ".to(tl.float32)\n", _DY_LOAD[:-1] + _EVICT + ".to(tl.float32)\n", 2),
 ]
 REWRITES = {
     "prefetch": [_PREFETCH],
@@ -123,6 +126,11 @@ def n_programs(module, plan, n_rows: int, device: torch.device, factor: int) -> 
     return min(blocks, sms * per_sm)
 
 
+def _jit(kernel):
+    """The ``JITFunction`` under a kernel (the interpreter wraps it once more)."""
+    return getattr(kernel, "fn", kernel) if not hasattr(kernel, "arg_names") else kernel
+
+
 def backward(module, dy, x, residual, weight, rstd, factor: int = 1):
     """``(dx, dweight)``: the wrapper's two launches (the row kernel, then the dweight sum),
     with the rows walked by ``factor`` times the programs an SM."""
@@ -140,10 +148,14 @@ def launch_backward(module, plan, programs: int, dy, x, residual, weight, rstd):
     dweight = torch.empty_like(weight)
     allocate = torch.zeros if plan.chunked else torch.empty
     partials = allocate((programs, n_cols), dtype=torch.float32, device=x.device)
-    module._rmsnorm_bwd_kernel[(programs,)](
+    kernel = module._rmsnorm_bwd_kernel
+    # the chunked path's switches, in the versions of the module that had one in this kernel
+    chunked = ({"CHUNKED": plan.chunked, "NUM_STAGES": plan.num_stages}
+               if "CHUNKED" in _jit(kernel).arg_names else {})  # fmt: skip
+    kernel[(programs,)](
         dy, x, residual, weight, rstd, dx, partials, n_rows, x.stride(0), residual.stride(0),
-        N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
-        NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, num_warps=plan.num_warps,
+        **chunked,
     )  # fmt: skip
     module._rmsnorm_dweight_kernel[(triton.cdiv(n_cols, module.DWEIGHT_COLUMNS),)](
         partials, dweight, programs, N=n_cols, BLOCK=module.DWEIGHT_COLUMNS,

@@ -1,14 +1,15 @@
-"""Why does the RMSNorm backward stream at half the ceiling on wide rows? Its variants, timed.
+"""Why did the RMSNorm backward stream at half the ceiling on wide rows? Its variants, timed.
 (GPU only; about 1 min)
 
     python3 scripts/rmsnorm_wide_bwd_probe.py --output results/h200/rmsnorm-wide-bwd-probe.json
     python3 scripts/rmsnorm_wide_bwd_probe.py --profile reference --shape 4096 32768  # ncu
 
 At 4096 x 32768 fp16 the backward alone ran 545 us, 1.97 TB/s, 45% of the streaming ceiling
-(``results/h200/rmsnorm-bwd-probe.log``), where it reaches 90% at 16384 x 4096. Wide rows take
+(``results/h200/rmsnorm-bwd-probe.log``), where it reaches 90% at 16384 x 4096. Wide rows took
 the chunked path: one 32-warp program an SM, two passes over each row in 16384-wide chunks
 (the second from L2), and a read-modify-write of the program's fp32 partial dweight row for
-every row it walks. The variants below ask which of those costs the time:
+every row it walks. That design (``CHUNKED_DESIGN``, the module as it was, from its snapshot)
+is this probe's ``reference``, and its variants ask which of those costs the time:
 
 * plans (the same kernel, launched differently): narrower chunks with fewer warps, more
   programs an SM, a software-pipelined chunk loop, two rows a step (the partial row updated
@@ -20,13 +21,13 @@ every row it walks. The variants below ask which of those costs the time:
   ``partial kept`` marks the partial row's load and store evict_last; ``partial atomic`` adds
   into it with a relaxed ``atomic_add`` (no read back to the SM), ``8 rows`` into one of
   eight shared rows (order-dependent sums: a dweight that changes in its last bits from call
-  to call, which the course's checker refuses in a learner's kernel);
-* ``split``: a deterministic design in two kernels (below): the rows' dot products first,
-  then 2-D tiles that write dx and sum dweight over a group of rows in registers.
+  to call, which the course's checker refuses in a learner's kernel).
 
-``reference`` is the wrapper's plan through the probe's launcher, ``reference again`` the same
-under a second name (the A/A pair), ``wrapper`` is ``rmsnorm_bwd`` itself. Every other variant
-is checked against the float64 oracle first; one that raises or misses it is listed and left
+``reference again`` is ``reference`` under a second name (the A/A pair); ``wrapper`` is the
+landed ``rmsnorm_bwd``, which since these runs holds rows up to 16384 values whole and splits
+wider ones into two kernels (the rows' dot products, then 2-D tiles that write dx and sum
+dweight in registers; its first runs were this probe's ``split`` variants). Every variant is
+checked against the float64 oracle first; one that raises or misses it is listed and left
 out. Samples: CUDA-graph replay, interleaved (``rmsnorm_bwd_probe.py``'s table and JSON).
 
 ``--profile LABEL --shape M N`` calls one variant (fp16) three times, then once inside a
@@ -40,6 +41,7 @@ import dataclasses
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,14 +53,18 @@ from _variants import rewritten  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
 from learning import ops  # noqa: E402
 from reference.kernels import rmsnorm  # noqa: E402
 
 OP = probe.OP
-SHAPES = ((4096, 32768, "float16"), (8192, 16384, "float16"), (2048, 32768, "float32"))
+# The backward these variants rewrite: reference/kernels/rmsnorm.py as it was when they were
+# timed (the chunked path, one persistent kernel), kept as its record's snapshot. The landed
+# module runs the split kernels on these rows; ``wrapper`` times it.
+CHUNKED_DESIGN = (Path(__file__).resolve().parents[1] / "results" / "snapshots"
+                  / "5a25b019120ca5f3-rmsnorm.py")  # fmt: skip
+SHAPES = ((4096, 32768, "float16"), (8192, 16384, "float16"), (2048, 32768, "float32"),
+          (4096, 16384, "float32"), (4096, 24576, "float16"))  # the last two: the rule's edges
 
 _CONTINUED = "\n" + " " * 28  # the chunked loops' continuation lines
 _NO_HINTS = [
@@ -127,90 +133,9 @@ VARIANTS = {
 BASELINE = probe.BASELINE
 
 
-# ------------------------------------------------------------ a deterministic design: split
-# Two kernels instead of one, and no partial row to read and write back for every row: the
-# first reads each row once for its sum(dy * w * h); the second walks 2-D tiles (a group of
-# rows x a column tile), writes dx and sums dy * h_hat over its rows in registers, storing one
-# partial row segment per group. Seven passes of DRAM (the rows are read twice) where the
-# landed kernel reads them once from DRAM and once from L2, but nothing round-trips per row.
-
-
-@triton.jit(do_not_specialize=["n_rows"])
-def _row_dots_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, dots_ptr, n_rows, x_row_stride,
-                     residual_row_stride, N: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(axis=0).to(tl.int64)
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for col_start in tl.range(0, N, BLOCK):
-        cols = col_start + tl.arange(0, BLOCK)
-        mask = cols < N
-        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0)
-        r = tl.load(residual_ptr + row * residual_row_stride + cols, mask=mask, other=0.0)
-        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
-        w = tl.load(weight_ptr + cols, mask=mask, other=0.0)
-        acc += dy.to(tl.float32) * w.to(tl.float32) * (x.to(tl.float32) + r.to(tl.float32))
-    tl.store(dots_ptr + row, tl.sum(acc, axis=0))
-
-
-@triton.jit(do_not_specialize=["n_rows"])
-def _tile_dx_kernel(dy_ptr, x_ptr, residual_ptr, weight_ptr, rstd_ptr, dots_ptr, dx_ptr,
-                    partial_ptr, n_rows, x_row_stride, residual_row_stride, N: tl.constexpr,
-                    TILE: tl.constexpr, ROWS: tl.constexpr, GROUP_ROWS: tl.constexpr):
-    group = tl.program_id(axis=0)
-    cols = tl.program_id(axis=1) * TILE + tl.arange(0, TILE)
-    col_mask = cols < N
-    w = tl.load(weight_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
-    dw_acc = tl.zeros((ROWS, TILE), dtype=tl.float32)
-    for start in tl.range(group * GROUP_ROWS, (group + 1) * GROUP_ROWS, ROWS):
-        rows = start + tl.arange(0, ROWS)
-        row_mask = rows < n_rows
-        rows64 = rows.to(tl.int64)[:, None]
-        mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + rows64 * x_row_stride + cols[None, :], mask=mask, other=0.0)
-        r = tl.load(residual_ptr + rows64 * residual_row_stride + cols[None, :], mask=mask,
-                    other=0.0)
-        dy = tl.load(dy_ptr + rows64 * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)[:, None]
-        mean_g_h_hat = tl.load(dots_ptr + rows, mask=row_mask, other=0.0)[:, None] * rstd / N
-        h_hat = (x.to(tl.float32) + r.to(tl.float32)) * rstd
-        dx = (dy * w - h_hat * mean_g_h_hat) * rstd
-        tl.store(dx_ptr + rows64 * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw_acc += dy * h_hat
-    tl.store(partial_ptr + group * N + cols, tl.sum(dw_acc, axis=0), mask=col_mask)
-
-
-SPLITS = {  # label -> (dots BLOCK, dots warps, TILE, ROWS, GROUP_ROWS, tile warps)
-    "split, tiles 1024 x 8": (4096, 8, 1024, 8, 128, 8),
-    "split, tiles 512 x 16": (4096, 8, 512, 16, 256, 8),
-}
-
-
-def split_backward(config, dy, x, residual, weight, rstd):
-    """``(dx, dweight)`` by the split design: row dots, then tiles, then the dweight sum."""
-    dots_block, dots_warps, tile, rows, group_rows, tile_warps = config
-    n_rows, n_cols = x.shape
-    dots = torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    _row_dots_kernel[(n_rows,)](dy, x, residual, weight, dots, n_rows, x.stride(0),
-                                residual.stride(0), N=n_cols,
-                                BLOCK=min(dots_block, triton.next_power_of_2(n_cols)),
-                                num_warps=dots_warps)  # fmt: skip
-    groups = triton.cdiv(n_rows, group_rows)
-    partials = torch.empty((groups, n_cols), dtype=torch.float32, device=x.device)
-    dx = torch.empty_like(x)
-    _tile_dx_kernel[(groups, triton.cdiv(n_cols, tile))](
-        dy, x, residual, weight, rstd, dots, dx, partials, n_rows, x.stride(0),
-        residual.stride(0), N=n_cols, TILE=tile, ROWS=rows, GROUP_ROWS=group_rows,
-        num_warps=tile_warps,
-    )  # fmt: skip
-    dweight = torch.empty_like(weight)
-    rmsnorm._rmsnorm_dweight_kernel[(triton.cdiv(n_cols, rmsnorm.DWEIGHT_COLUMNS),)](
-        partials, dweight, groups, N=n_cols, BLOCK=rmsnorm.DWEIGHT_COLUMNS,
-        PARTIALS=rmsnorm.DWEIGHT_PARTIALS, num_warps=4,
-    )  # fmt: skip
-    return dx, dweight
-
-
-def plan_for(variant: Variant, n_rows: int, n_cols: int, element_size: int):
-    plan = rmsnorm.backward_plan(n_rows, n_cols, element_size)
+def plan_for(module, variant: Variant, n_rows: int, n_cols: int, element_size: int):
+    """``module``'s backward plan with ``variant``'s fields replaced."""
+    plan = module.backward_plan(n_rows, n_cols, element_size)
     fields = dict(variant.plan)
     if fields.get("block_cols", 0) is None:  # the whole row in one block
         fields["block_cols"] = 1 << (n_cols - 1).bit_length()
@@ -220,7 +145,7 @@ def plan_for(variant: Variant, n_rows: int, n_cols: int, element_size: int):
 def launch(module, variant: Variant, dy, x, residual, weight, rstd):
     """``(dx, dweight)``: the wrapper's two launches with this variant's plan and programs."""
     n_rows, n_cols = x.shape
-    plan = plan_for(variant, n_rows, n_cols, x.element_size())
+    plan = plan_for(module, variant, n_rows, n_cols, x.element_size())
     blocks = -(-n_rows // plan.rows_per_program)
     if variant.per_sm is None:
         programs = min(blocks, module._persistent_programs(x.device, plan.num_warps))
@@ -245,15 +170,6 @@ def case_calls(found: dict, inputs: dict) -> dict:
 
     calls = {label: call(variant) for label, variant in VARIANTS.items()}
 
-    def split(config):
-        def run():
-            dx, dweight = split_backward(config, dy, x, residual, weight, rstd)
-            return dx, dx, dweight
-
-        return run
-
-    calls.update({label: split(config) for label, config in SPLITS.items()})
-
     def wrapper():
         dx, dweight = rmsnorm.rmsnorm_bwd(dy, x, residual, weight, rstd)
         return dx, dx, dweight
@@ -263,9 +179,12 @@ def case_calls(found: dict, inputs: dict) -> dict:
 
 
 def modules(directory: Path) -> dict:
-    found = {None: rmsnorm}
+    """``{rewrite name: module}``, and ``None``: the chunked design these variants rewrite,
+    imported from its snapshot."""
+    chunked = SimpleNamespace(__file__=str(CHUNKED_DESIGN), __name__=rmsnorm.__name__)
+    found = {None: rewritten(chunked, [], directory, "rmsnorm_wide_bwd_chunked")}
     for name, rewrites in REWRITES.items():
-        found[name] = rewritten(rmsnorm, rewrites, directory,
+        found[name] = rewritten(chunked, rewrites, directory,
                                 f"rmsnorm_wide_bwd_{name.replace(' ', '_')}")  # fmt: skip
     return found
 
@@ -288,11 +207,11 @@ def profile(found: dict, label: str, shape: tuple[int, int]) -> int:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = OneLineParser(prog="rmsnorm_wide_bwd_probe", description=__doc__.split("\n")[0])
     parser.add_argument("--shapes", nargs="+", type=shape_argument, default=None,
-                        metavar="ROWSxCOLS", help="fp16 shapes (default: 4096x32768 and "
-                        "8192x16384 fp16, 2048x32768 fp32)")  # fmt: skip
+                        metavar="ROWSxCOLS", help="fp16 shapes (default: 4096x32768, "
+                        "8192x16384 and 4096x24576 fp16, 2048x32768 and 4096x16384 fp32)")
     parser.add_argument("--rounds", type=positive_int, default=7,
                         help="interleaved rounds (default 7)")
-    parser.add_argument("--profile", choices=[*VARIANTS, *SPLITS, "wrapper"],
+    parser.add_argument("--profile", choices=[*VARIANTS, "wrapper"],
                         help="call this variant once inside a profiler range (for ncu)")
     parser.add_argument("--shape", type=positive_int, nargs=2, metavar=("M", "N"),
                         help="with --profile: the tensor's rows and columns (fp16)")

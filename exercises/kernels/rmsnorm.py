@@ -29,7 +29,8 @@ Design (what the lessons quote):
 * **The shared row plan** (:mod:`reference.kernels.row_plan`, ``passes=2``): the sum of
   squares must be known before anything is written, so a row is kept in registers as long as
   it fits (``N`` up to 32768 values here); only wider rows are walked twice in chunks (the
-  second read then comes from L2). Narrow rows are stacked ``ROWS`` to a program.
+  second read then comes from L2). Narrow rows are stacked ``ROWS`` to a program. The
+  backward holds three rows a row and follows its own rule (``backward_plan``).
 * **What backward needs is saved as one float per row.** Saving ``h`` (fp32, ``4 M N``
   bytes) would add a write in forward and a wider read in backward; saving ``rstd`` (``4 M``
   bytes) and re-reading x and residual costs exactly the logical count above, and recomputing
@@ -40,8 +41,15 @@ Design (what the lessons quote):
   kernel sums the partial rows. Atomics into one fp32 row would avoid the second launch, but
   the order of the additions (hence the low bits of dweight) would change from run to run;
   the partials cost ``programs x N x 4`` bytes (~2 MiB at N = 4096), about 0.2% of the step.
+* **Rows too wide to hold split the backward in two** (``WHOLE_ROW_BACKWARD``): one kernel
+  sums each row's ``dy * w * h``, a second walks 2-D tiles (a group of rows x a column
+  tile) that write dx and keep their dweight sums in registers. It reads the rows twice from
+  DRAM, where walking each row twice in one program read the second time from L2 but had to
+  read and write back its partial row for every row: that design ran at 45% of the ceiling
+  at 4096 x 32768 (results/NOTES.md).
 * **The row count is a runtime argument, never specialized**; ``N`` and the plan are
-  ``tl.constexpr``. A new batch size reuses the compiled kernels.
+  ``tl.constexpr``. A new batch size reuses the compiled kernels, but for the forward's row
+  mask (``_mask_rows``), a switch on the row count: at most two binaries a width.
 * The residual's gradient is the same tensor as x's: returned twice, computed once.
 """
 
@@ -79,6 +87,21 @@ DWEIGHT_COLUMNS = 32
 DWEIGHT_PARTIALS = 64
 # Persistent backward: warps resident per SM that the grid aims for (occupancy, not a limit).
 RESIDENT_WARPS_PER_SM = 16
+# The widest row (values) the persistent backward holds whole, with 32 warps: 16 values a
+# thread of h, dy, the weight and the dweight accumulator. At 32768 it spills (0.47x); at 16384
+# it beat walking the row twice in chunks by 4% (results/h200/rmsnorm-wide-bwd-probe*.log).
+WHOLE_ROW_BACKWARD = 16384
+# Wider rows take two kernels: each row's sum of dy * w * h (one program a row, SPLIT_DOT_COLUMNS
+# a step), then programs of SPLIT_GROUP_ROWS rows x SPLIT_TILE_COLUMNS columns that write dx and
+# sum dweight over their rows in registers, SPLIT_TILE_ROWS rows a step. They read the rows
+# twice from DRAM (seven passes for four), yet ran 1.20x the one persistent kernel at 4096 x
+# 32768 fp16, whose partial row per program, read and written back for every row, spilled out
+# of the L2 (results/NOTES.md).
+SPLIT_DOT_COLUMNS = 4096
+SPLIT_TILE_COLUMNS = 1024
+SPLIT_TILE_ROWS = 8
+SPLIT_GROUP_ROWS = 128
+SPLIT_WARPS = 8
 # Under the interpreter there is no SM count; a few programs exercise the persistent loop.
 INTERPRETER_SM_COUNT = 4
 
@@ -122,16 +145,55 @@ def _rmsnorm_bwd_kernel(
     x_row_stride,  # elements between consecutive rows of x
     residual_row_stride,  # elements between consecutive rows of residual
     N: tl.constexpr,  # row width; one compiled variant per width
-    BLOCK: tl.constexpr,  # columns per step (the whole row unless CHUNKED)
+    BLOCK: tl.constexpr,  # the row's power-of-two block (rows up to WHOLE_ROW_BACKWARD wide)
     ROWS: tl.constexpr,  # rows per step of a program
-    CHUNKED: tl.constexpr,  # the row is wider than BLOCK: two passes over it per row block
-    NUM_STAGES: tl.constexpr,  # software-pipelining depth of the chunk loops
 ):
     # read 3*M*N (dy, x, residual) + N (weight) + M (rstd); write M*N (dx) + programs*N fp32.
-    # CHUNKED reads dy, x and residual twice (the second time from L2) and updates its partial
-    # row once per row block instead of keeping it in registers.
     # TODO: a persistent loop over row blocks: dx = rstd * (g - h_hat * mean(g * h_hat)) with
     # TODO: g = dy * w; add dy * h_hat into this program's row of partial_ptr
+    pass
+
+
+@triton.jit
+def _rmsnorm_bwd_dots_kernel(
+    dy_ptr,  # *Pointer* to dy, M x N, contiguous
+    x_ptr,  # *Pointer* to x, M x N, last dimension contiguous
+    residual_ptr,  # *Pointer* to residual, M x N, last dimension contiguous
+    weight_ptr,  # *Pointer* to the weight, N values
+    dots_ptr,  # *Pointer* to M fp32 values: row i's sum of dy * w * h
+    x_row_stride,  # elements between consecutive rows of x
+    residual_row_stride,  # elements between consecutive rows of residual
+    N: tl.constexpr,  # row width (wider than WHOLE_ROW_BACKWARD)
+    BLOCK: tl.constexpr,  # columns per step of the walk along the row
+):
+    # wide rows, first of two kernels: one program a row; read 3*N (dy, x, residual) + N; write 1
+    # TODO: walk this program's row in BLOCK-wide steps, summing dy * w * (x + residual) in
+    # TODO: fp32; store the row's sum
+    pass
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def _rmsnorm_bwd_tiles_kernel(
+    dy_ptr,  # *Pointer* to dy, M x N, contiguous
+    x_ptr,  # *Pointer* to x, M x N, last dimension contiguous
+    residual_ptr,  # *Pointer* to residual, M x N, last dimension contiguous
+    weight_ptr,  # *Pointer* to the weight, N values
+    rstd_ptr,  # *Pointer* to the M fp32 values the forward saved
+    dots_ptr,  # *Pointer* to the M fp32 sums of dy * w * h (_rmsnorm_bwd_dots_kernel)
+    dx_ptr,  # *Pointer* to dx, M x N, contiguous, x's dtype
+    partial_ptr,  # *Pointer* to (groups x N) fp32: row g is row group g's sum of dy * h_hat
+    n_rows,  # runtime: M (never specialized)
+    x_row_stride,  # elements between consecutive rows of x
+    residual_row_stride,  # elements between consecutive rows of residual
+    N: tl.constexpr,  # row width
+    TILE: tl.constexpr,  # columns of a program (axis 1 of the grid)
+    ROWS: tl.constexpr,  # rows per step
+    GROUP_ROWS: tl.constexpr,  # rows of a program (axis 0 of the grid), a multiple of ROWS
+):
+    # wide rows, second kernel: a program owns GROUP_ROWS rows x TILE columns; read 3 of its
+    # elements each (dy, x, residual) + TILE (weight) + 2 * GROUP_ROWS; write dx and TILE fp32
+    # TODO: dx = rstd * (g - h_hat * dots * rstd / N) for each ROWS x TILE step of this
+    # TODO: program's rows; sum dy * h_hat over them in registers; store one partial segment
     pass
 
 
@@ -298,31 +360,55 @@ def rmsnorm_bwd(
     if n_rows == 0:
         return dx, dweight.zero_()
     plan = plan or backward_plan(n_rows, n_cols, x.element_size())
-    n_row_blocks = -(-n_rows // plan.rows_per_program)
-    n_programs = min(n_row_blocks, _persistent_programs(x.device, plan.num_warps))
-    # Chunked programs add into their partial row, so it starts at zero; otherwise each program
-    # writes its row once.
-    allocate = torch.zeros if plan.chunked else torch.empty
-    partials = allocate((n_programs, n_cols), dtype=torch.float32, device=x.device)
-    _rmsnorm_bwd_kernel[(n_programs,)](
-        dy, x, residual, weight, rstd, dx, partials,
-        n_rows, x.stride(0), residual.stride(0),
-        N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program, CHUNKED=plan.chunked,
-        NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
-    )  # fmt: skip
+    if plan.chunked:  # too wide to hold: the rows' dot products, then tiles
+        partials = _split_backward(dy, x, residual, weight, rstd, dx)
+    else:  # persistent whole rows, one partial row a program
+        n_row_blocks = -(-n_rows // plan.rows_per_program)
+        n_programs = min(n_row_blocks, _persistent_programs(x.device, plan.num_warps))
+        partials = torch.empty((n_programs, n_cols), dtype=torch.float32, device=x.device)
+        _rmsnorm_bwd_kernel[(n_programs,)](
+            dy, x, residual, weight, rstd, dx, partials, n_rows, x.stride(0), residual.stride(0),
+            N=n_cols, BLOCK=plan.block_cols, ROWS=plan.rows_per_program,
+            num_warps=plan.num_warps,
+        )  # fmt: skip
     _rmsnorm_dweight_kernel[(triton.cdiv(n_cols, DWEIGHT_COLUMNS),)](
-        partials, dweight, n_programs, N=n_cols, BLOCK=DWEIGHT_COLUMNS, PARTIALS=DWEIGHT_PARTIALS,
-        num_warps=4,
+        partials, dweight, partials.shape[0], N=n_cols, BLOCK=DWEIGHT_COLUMNS,
+        PARTIALS=DWEIGHT_PARTIALS, num_warps=4,
     )  # fmt: skip
     return dx, dweight
 
 
+def _split_backward(dy, x, residual, weight, rstd, dx) -> torch.Tensor:
+    """dx for rows too wide to hold, written in place; returns the partial dweight rows (one
+    per group of ``SPLIT_GROUP_ROWS`` rows) for the dweight sum."""
+    n_rows, n_cols = x.shape
+    dots = torch.empty((n_rows,), dtype=torch.float32, device=x.device)
+    _rmsnorm_bwd_dots_kernel[(n_rows,)](
+        dy, x, residual, weight, dots, x.stride(0), residual.stride(0), N=n_cols,
+        BLOCK=min(SPLIT_DOT_COLUMNS, triton.next_power_of_2(n_cols)), num_warps=SPLIT_WARPS,
+    )  # fmt: skip
+    groups = triton.cdiv(n_rows, SPLIT_GROUP_ROWS)
+    partials = torch.empty((groups, n_cols), dtype=torch.float32, device=x.device)
+    _rmsnorm_bwd_tiles_kernel[(groups, triton.cdiv(n_cols, SPLIT_TILE_COLUMNS))](
+        dy, x, residual, weight, rstd, dots, dx, partials, n_rows, x.stride(0),
+        residual.stride(0), N=n_cols, TILE=SPLIT_TILE_COLUMNS, ROWS=SPLIT_TILE_ROWS,
+        GROUP_ROWS=SPLIT_GROUP_ROWS, num_warps=SPLIT_WARPS,
+    )  # fmt: skip
+    return partials
+
+
 def backward_plan(n_rows: int, n_cols: int, element_size: int) -> RowPlan:
-    """The backward's row plan: three live rows, narrow rows stacked to 16 KiB."""
-    return choose_row_plan(
+    """The backward's row plan: three live rows, narrow rows stacked to 16 KiB; a row the
+    shared rule would chunk is held whole up to ``WHOLE_ROW_BACKWARD`` values (32 warps), and
+    a wider one is chunked: :func:`rmsnorm_bwd` runs the split kernels for it."""
+    plan = choose_row_plan(
         n_rows, n_cols, element_size, passes=2, live_rows=BACKWARD_LIVE_ROWS,
         tile_bytes=BACKWARD_TILE_BYTES,
     )  # fmt: skip
+    block = triton.next_power_of_2(n_cols)
+    if plan.chunked and block <= WHOLE_ROW_BACKWARD:
+        return RowPlan(block_cols=block, rows_per_program=1, num_warps=32, chunked=False)
+    return plan
 
 
 # --------------------------------------------------------------------------- autograd

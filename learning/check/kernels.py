@@ -60,6 +60,7 @@ class _Special:
     note: str  # appended to the input line
     dtypes: tuple[torch.dtype, ...]
     transform: Callable[[dict], dict]
+    shape: tuple[int, ...] | None = None  # None: the op's irregular CPU shape
 
 
 def _scaled_x(factor: float) -> Callable[[dict], dict]:
@@ -70,12 +71,16 @@ _LARGE = _Special("large inputs (x100)", "x scaled by 100", (torch.float32, torc
                   _scaled_x(100.0))
 _EPS = _Special("eps = 0.5 (the argument)", "eps = 0.5", (torch.float32,),
                 lambda values: {**values, "eps": 0.5})
+# Rows wider than the backward holds whole (16384 values) take its split kernels, which no
+# CPU shape reaches: three rows 16400 wide do (lesson 13).
+_WIDE_ROWS = _Special("wide rows (3 x 16400)", "rows too wide to hold: the split backward",
+                      (torch.float32,), lambda values: values, shape=(3, 16400))
 _SPECIALS: dict[str, tuple[_Special, ...]] = {
     # Not softmax_train: on x100 inputs the gradients nearly cancel and no fp32 kernel meets a
     # tolerance relative to their tiny magnitude; the forward's overflow is graded in softmax.
     "softmax": (_LARGE,),
     "rmsnorm": (_EPS,),
-    "rmsnorm_train": (_EPS,),
+    "rmsnorm_train": (_EPS, _WIDE_ROWS),
 }
 _UNSETTLED = (
     "the output changed after the call returned: work went on in the background (a thread, "
@@ -186,7 +191,8 @@ class _SpecGrader:
         cases = [(spec.shape_label(shape), shape, spec.dtypes, None) for shape in spec.cpu_shapes]
         shapes = spec.cpu_shapes
         irregular = next((s for s in shapes if any(d % 16 for d in s)), shapes[-1])
-        cases += [(s.name, irregular, s.dtypes, s) for s in _SPECIALS.get(spec.name, ())]
+        cases += [(s.name, s.shape or irregular, s.dtypes, s)
+                  for s in _SPECIALS.get(spec.name, ())]  # fmt: skip
         checks: list[_Check] = []
         try:
             self.fn = self._import()

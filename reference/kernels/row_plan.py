@@ -76,7 +76,9 @@ walks 8192-wide chunks with 32 warps.
 The plan depends on the row *width* and the dtype only, never on the row count (``n_rows`` is
 accepted, and deliberately unused): the kernels take ``block_cols``, ``rows_per_program`` and
 ``N`` as ``tl.constexpr`` (one compiled variant per width) and the row count as a runtime
-argument, so a new batch size never compiles again. The price is that a small tensor of narrow
+argument, so a new batch size does not compile again (one exception: the RMSNorm forward's
+row mask is a compile-time switch that depends on the row count, so it may compile a second
+binary for a width; ``rmsnorm._mask_rows``). The price is that a small tensor of narrow
 rows launches few programs (1024 x 128 fp16: 32 programs), which matters little: such a kernel
 is over in a few microseconds whatever the plan.
 

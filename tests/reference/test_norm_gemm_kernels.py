@@ -21,7 +21,7 @@ from learning.runtime import default_device
 from reference.kernels import matmul as matmul_module
 from reference.kernels import pingpong
 from reference.kernels import rmsnorm as rmsnorm_module
-from reference.kernels.row_plan import RowPlan
+from reference.kernels.row_plan import RowPlan, choose_row_plan
 
 import triton  # after learning: the backend is chosen first
 import triton.language as tl
@@ -97,6 +97,10 @@ def test_rmsnorm_plans_match_oracle(plan, dtype):
             return dx, dx, dweight, None, None
 
     _assert_matches_oracle(spec, with_plan, (13, 781), dtype, _seed("plan", plan, dtype))
+    if plan.chunked:  # the split kernels over several row groups and column tiles
+        wide = (2 * rmsnorm_module.SPLIT_GROUP_ROWS + 5,
+                2 * rmsnorm_module.SPLIT_TILE_COLUMNS + 53)
+        _assert_matches_oracle(spec, with_plan, wide, dtype, _seed("split", dtype))
     forward = ops.get("rmsnorm")
     inputs = forward.inputs((13, 781), dtype, _seed("fwd", plan, dtype), device=DEVICE)
     y, _ = rmsnorm_module.rmsnorm_fwd(**inputs, plan=plan)
@@ -264,7 +268,8 @@ ROW_KERNELS = {
     "_rmsnorm_fwd_kernel": {
         "N", "BLOCK", "ROWS", "CHUNKED", "STORE_RSTD", "NUM_STAGES", "EVICT_ROWS", "MASK_ROWS"
     },  # fmt: skip
-    "_rmsnorm_bwd_kernel": {"N", "BLOCK", "ROWS", "CHUNKED", "NUM_STAGES"},
+    "_rmsnorm_bwd_kernel": {"N", "BLOCK", "ROWS"},
+    "_rmsnorm_bwd_tiles_kernel": {"N", "TILE", "ROWS", "GROUP_ROWS"},
 }
 
 
@@ -324,6 +329,29 @@ def test_rmsnorm_row_count_is_runtime(name):
     assert _constexpr_params(kernel) == ROW_KERNELS[name]
     assert _do_not_specialize(kernel) == {"n_rows"}
     assert _do_not_specialize(rmsnorm_module._rmsnorm_dweight_kernel) == {"n_partials"}
+    dots = rmsnorm_module._rmsnorm_bwd_dots_kernel  # one program a row: no row count at all
+    assert _constexpr_params(dots) == {"N", "BLOCK"}
+    assert "n_rows" not in _jit_function(dots).arg_names
+
+
+def test_the_backward_holds_rows_up_to_16384_values_and_splits_wider_ones():
+    """The shared rule chunks a row of three live fp32 rows from 8192 fp32 / 12288 fp16 values;
+    the backward holds it whole with 32 warps up to WHOLE_ROW_BACKWARD values (4% faster at
+    16384 fp16), and runs the split kernels above (1.20x at 32768 fp16: results/NOTES.md)."""
+    limit = rmsnorm_module.WHOLE_ROW_BACKWARD
+    assert limit == 16384
+    for n_cols, element_size in ((8192, 4), (12288, 2), (12288, 4), (16384, 2), (16384, 4)):
+        plan = rmsnorm_module.backward_plan(4096, n_cols, element_size)
+        assert not plan.chunked, (n_cols, element_size)
+        assert (plan.block_cols, plan.rows_per_program, plan.num_warps) == (
+            triton.next_power_of_2(n_cols), 1, 32)  # fmt: skip
+    for n_cols in (16385, 32768, 65536):
+        for element_size in (2, 4):
+            assert rmsnorm_module.backward_plan(4096, n_cols, element_size).chunked
+    for n_cols in (128, 1024, 4096):  # unchanged where the shared rule holds the row
+        assert rmsnorm_module.backward_plan(4096, n_cols, 2) == choose_row_plan(
+            4096, n_cols, 2, passes=2, live_rows=rmsnorm_module.BACKWARD_LIVE_ROWS,
+            tile_bytes=rmsnorm_module.BACKWARD_TILE_BYTES)  # fmt: skip
 
 
 def test_matmul_specialization():
@@ -386,6 +414,23 @@ def test_rmsnorm_compiles_once_for_any_row_count():
     torch.cuda.synchronize()
     added = [_compiled_variants(k) - b for k, b in zip(kernels, before, strict=True)]
     assert added == [2, 1, 1], f"compiled variants added (fwd, bwd, dweight): {added}"
+
+
+@pytest.mark.gpu
+@gpu
+def test_the_split_backward_compiles_once_for_any_row_count():
+    """Rows too wide to hold: the dots and tiles kernels compile one binary each for a width,
+    whatever the row count."""
+    spec = ops.get("rmsnorm_train")
+    fn = spec.kernel_function("reference")
+    kernels = [rmsnorm_module._rmsnorm_bwd_dots_kernel, rmsnorm_module._rmsnorm_bwd_tiles_kernel,
+               rmsnorm_module._rmsnorm_bwd_kernel]  # fmt: skip
+    before = [_compiled_variants(k) for k in kernels]
+    for rows in (7, 300, 1000):
+        spec.call(fn, spec.inputs((rows, 20000), torch.float16, rows, device="cuda"))
+    torch.cuda.synchronize()
+    added = [_compiled_variants(k) - b for k, b in zip(kernels, before, strict=True)]
+    assert added == [1, 1, 0], f"compiled variants added (dots, tiles, whole rows): {added}"
 
 
 @pytest.mark.gpu
