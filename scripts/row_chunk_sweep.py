@@ -92,7 +92,12 @@ def cell_plans(op: str, n_cols: int, element_size: int):
     if op == "rmsnorm_bwd":  # its launcher asks the rule for larger stacked tiles
         chosen = rmsnorm.backward_plan(1, n_cols, element_size)
         order = lambda p: (p.chunked, p.block_cols, p.rows_per_program, p.num_warps, p.num_stages)
-        plans = sorted({chosen, *plans}, key=order)
+        # a chunked plan runs the split kernels, whose tiles are the module's, not the plan's:
+        # one chunked candidate stands for them all
+        split = [p for p in sorted({chosen, *plans}, key=order) if p.chunked][:1]
+        if chosen.chunked:
+            split = [chosen]
+        plans = sorted({chosen, *(p for p in plans if not p.chunked), *split}, key=order)
     return chosen, plans
 
 
