@@ -69,8 +69,8 @@ def test_the_plans_replace_only_what_they_name(found):
     assert (two.rows_per_program, two.block_cols, two.num_warps) == (2, 8192, plan.num_warps)
 
 
-@pytest.mark.parametrize(("shape", "dtype"), [((5, 16500), torch.float16),
-                                               ((3, 9000), torch.float32)])  # fmt: skip
+@pytest.mark.parametrize(("shape", "dtype"), [((2, 12300), torch.float16),
+                                               ((2, 8200), torch.float32)])  # fmt: skip
 def test_every_variant_computes_the_oracle_gradients_but_the_diagnostic(found, shape, dtype):
     assert found[None].backward_plan(*shape, dtype.itemsize).chunked
     spec = ops.get(probe.OP)
