@@ -116,7 +116,13 @@ def parser() -> argparse.ArgumentParser:
         help="learner: time the learner's kernel from exercises/ beside the reference",
     )
     p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--output", required=True, type=Path, help="the JSON report to write")
+    p.add_argument(
+        "--output",
+        required=True,
+        type=Path,
+        help="the JSON report to write; an existing file is refused unless --force",
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing report at --output")
     return p
 
 
@@ -144,6 +150,7 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         impl=args.impl,
         device=args.device,
         host_delay_us=host_delay_from_environment(),
+        force=args.force,
     )
 
 

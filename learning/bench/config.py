@@ -58,11 +58,14 @@ class BenchConfig:
     learner_package: str = "exercises"
     host_delay_us: float = 0.0  # debug: busy-wait inside every timed callable (host side)
     quiet: bool = False  # no progress lines, no table
+    force: bool = False  # replace an existing report at ``output`` (refused without it)
+    worker_timeout_s: float = 600.0  # the learner's call in its own process must return by then
 
     def settings(self, device: str, ops_run: list[str], dtypes: list[str]) -> dict:
         """The report's ``settings``: every field, resolved, plus the figures the method fixed."""
         values = asdict(self)
-        values.pop("quiet")
+        for local in ("quiet", "force", "worker_timeout_s"):  # how to run, not what was measured
+            values.pop(local)
         timing = "cpu-interpreter" if device == "cpu" else self.timing
         return {
             **values,
@@ -121,8 +124,12 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def check_output(path: Path) -> None:
-    """The output's directory must exist and be writable, and the path must not be a folder."""
+def check_output(path: Path, force: bool = False) -> None:
+    """The output's directory must exist and be writable, and the path must not be a folder.
+
+    A report is evidence: an existing file is never replaced unless ``force`` says so (a CPU
+    run writing over a recorded GPU report would otherwise lose it without a word).
+    """
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
@@ -140,6 +147,11 @@ def check_output(path: Path) -> None:
         ) from None
     if path.exists() and not path.is_file():
         raise BenchInputError(f"--output {path} exists and is not a regular file")
+    if path.exists() and not force:
+        raise BenchInputError(
+            f"--output {path} already exists; a report is evidence, so it is never replaced "
+            "unless you pass --force (or choose a new file name)"
+        )
 
 
 def check_numbers(config: BenchConfig) -> None:
@@ -160,6 +172,9 @@ def check_numbers(config: BenchConfig) -> None:
         raise BenchInputError(f"--iterations must be a positive integer, got {config.iterations!r}")
     if isinstance(config.seed, bool) or not isinstance(config.seed, int):
         raise BenchInputError(f"--seed must be an integer, got {config.seed!r}")
+    timeout = config.worker_timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise BenchInputError(f"worker_timeout_s must be a positive number, got {timeout!r}")
     if config.host_delay_us < 0:
         raise BenchInputError(f"host_delay_us must be >= 0, got {config.host_delay_us}")
     for name, value, choices in (

@@ -3,31 +3,45 @@
 The order matters, and each phase says why it comes where it does (see :data:`PHASES`):
 
 1. ``plan``: check the request and list the cases (ops x shapes x dtypes). Every bad input ends
-   here, before any work, as one :class:`BenchInputError` line.
-2. ``implementations``: import the kernel modules; an unfinished exercise stops the run here.
+   here, before any work, as one :class:`BenchInputError` line; so does an ``--output`` that
+   already exists (a report is evidence: it is replaced only with ``--force``).
+2. ``implementations``: import the reference modules; run the learner's function once per case
+   in a separate process and keep only what its kernels did (``learning.bench.learner``). An
+   unfinished exercise stops the run here.
 3. ``idle check``: GPU utilization before any of our work (someone else's load slows figures).
-4. ``prepare``: per case, inputs, the float64 oracle and every variant checked against it; a
-   variant that fails is recorded as failed and never timed. Then JIT, autotuning, warm-up and
-   (graph timing) capture. All cases are prepared before any is timed.
+4. ``prepare``: per case and variant, one call with poisoned allocations, then the float64
+   oracle (computed only after the call returned) and a second look at the outputs a moment
+   later (``learning.bench.gate``); a variant that fails is recorded as failed and never
+   timed. Then JIT, autotuning, warm-up and (graph timing) capture. All cases are prepared
+   before any is timed.
 5. ``sample``: visits in a seeded random order; a clock warm-up burst before a visit when
    needed, one untimed run of every variant, then shuffled rounds of timed samples.
-6. ``report``: utilization after, figures from the samples, fingerprint, an atomic write.
+6. ``recheck``: each kernel variant once more the way it was timed, on fresh values written
+   into the very input tensors the timed calls read, its outputs poisoned first; a variant
+   whose timed work does not produce the answer is marked failed, its figures dropped.
+7. ``report``: utilization after, figures from the samples, fingerprint, a warning for
+   anything the measurement depends on that changed during the run (``learning.bench.tamper``),
+   an atomic write that never replaces a file unless ``--force``.
 
-Ctrl-C during 4 or 5 still writes a valid report of what was completed (``complete: false``);
-an existing report is replaced only by a complete one.
+Ctrl-C during 4 or 5 still writes a valid report of what was completed (``complete: false``,
+re-checked first); an existing report is replaced only by a complete one.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.autograd.graph import increment_version
 
-from learning import correctness, ops
+from learning import ops
 from learning import report as report_format
 from learning.bench import config as config_checks
+from learning.bench import gate, tamper
 from learning.bench.config import BenchConfig, BenchInputError
 from learning.bench.machine import (
     ClockWarmer,
@@ -69,10 +83,16 @@ class Timeline:
     reason: str | None = None
 
 
+# Variants re-checked after timing: the kernels. The PyTorch baselines are what they compare
+# with, not what is under test.
+RECHECKED_KINDS = ("triton", "learner")
+
+
 @dataclass
 class VariantState(Timeline):
     variant: VariantSpec | None = None
     correctness: dict = field(default_factory=dict)
+    rechecked: bool = False
 
 
 @dataclass
@@ -109,6 +129,7 @@ class Run:
     warnings: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     complete: bool = True
+    snapshot: tamper.Snapshot | None = None  # what the measurement uses, as the run found it
 
 
 # --------------------------------------------------------------------------- phases
@@ -117,7 +138,7 @@ class Run:
 def plan(run: Run) -> None:
     config = run.config
     config_checks.check_numbers(config)
-    config_checks.check_output(config.output)
+    config_checks.check_output(config.output, force=config.force)
     run.device = config_checks.resolve_device(config.device)
     run.selection = config_checks.select(config, run.device)
     ops.numerics_policy()  # once, before any baseline runs; recorded in the report
@@ -217,18 +238,52 @@ def sample(run: Run) -> None:
         run.progress.visited(done, len(visits))
 
 
+def recheck(run: Run) -> None:
+    """Each kernel variant's timed callable once more, on fresh values in the same input
+    tensors, outputs poisoned (see ``learning.bench.gate``)."""
+    for case in run.cases:
+        pending = [
+            state
+            for state in case.variants
+            if state.status == "ready" and state.variant.kind in RECHECKED_KINDS
+        ]
+        if not pending or case.inputs is None:
+            continue
+        dtype = ops.dtype_from_name(case.dtype)
+        for state in pending:
+            seed = secrets.randbits(31)  # values no code could have prepared for
+            fresh = case.spec.inputs(case.shape, dtype, seed, run.device)
+            gate.refill(case.inputs, fresh)
+            del fresh
+            try:
+                outputs = gate.trapped(lambda state=state: state.timed.verify(gate.poison))
+                check = gate.check_outputs(case.spec, case.inputs, outputs, dtype, run.device)
+                del outputs
+            except Exception as error:
+                check = gate.Check(False, f"raised {type(error).__name__}: {_one_line(error)}")
+            state.rechecked = True
+            if not check.passed:
+                _reject(
+                    state,
+                    "re-checked after timing, its timed call on fresh values in the same input "
+                    f"tensors: {check.reason}",
+                    check.record(),
+                )
+
+
 PHASES = (
     ("plan", plan),  # the request, checked whole before anything runs
     ("implementations", implementations),  # imports can fail: fail before any GPU work
     ("idle check", idle_check),  # before our own kernels make the GPU busy
     ("prepare", prepare),  # every case checked and captured before any timing
     ("sample", sample),  # visits across the whole run, so drift spreads over every case
+    ("recheck", recheck),  # what was timed still gives the answer, on values it never saw
 )
 
 
 def run(config: BenchConfig) -> Report:
     """Carry out ``config``; write the report; return it. Raises BenchInputError on bad input."""
-    state = Run(config=config, progress=Progress(config.quiet))
+    state = Run(config=config, progress=Progress(config.quiet), snapshot=tamper.Snapshot())
     try:
         for name, phase in PHASES:
             try:
@@ -238,6 +293,11 @@ def run(config: BenchConfig) -> Report:
                     raise  # nothing measured yet: no report
                 state.complete = False
                 state.progress.note(f"interrupted during {name}; writing what was completed")
+                if name == "sample":  # what was timed is re-checked before it is reported
+                    try:
+                        recheck(state)
+                    except KeyboardInterrupt:
+                        pass  # variants not re-checked are reported untimed
                 break
     finally:
         if state.persisting_l2 is not None:  # the context's set-aside as the run found it
@@ -257,7 +317,6 @@ def _prepare_case(run: Run, case: CaseState) -> None:
     case.variants = [VariantState(variant=v) for v in variants]
     try:
         case.inputs = spec.inputs(case.shape, dtype, config.seed, run.device)
-        expected = spec.expected(case.inputs)
     except Exception as error:
         if not out_of_memory(error):
             raise
@@ -274,12 +333,11 @@ def _prepare_case(run: Run, case: CaseState) -> None:
             _reject(state, run.learner_rejected)
             continue
         before = run.persisting_l2.bytes() if run.persisting_l2 else None
-        _check(case, state, expected, dtype)
+        _check(run, case, state, dtype)
         if state.status == "ready":
             _prepare_timing(run, case, state)
         if before is not None:
             _guard_l2_residency(run, state, before)
-    del expected
     if run.timer.subtracts_flush and any(s.status == "ready" for s in case.variants):
         case.flush = Timeline(timed=run.timer.prepare_flush(), status="ready")
     case.items = [*case.variants, *([case.flush] if case.flush else [])]
@@ -305,15 +363,20 @@ def _guard_l2_residency(run: Run, state: VariantState | None, before: int) -> No
         _reject(state, reason)
 
 
-def _reject(state: VariantState, reason: str) -> None:
-    state.status, state.reason, state.timed = "failed", reason, None
-    state.correctness = correctness_record(False, None, None, reason)
+def _reject(state: VariantState, reason: str, record: dict | None = None) -> None:
+    state.status, state.reason, state.timed, state.samples = "failed", reason, None, []
+    state.correctness = record or correctness_record(False, None, None, reason)
+    state.correctness["passed"], state.correctness["reason"] = False, reason
 
 
-def _check(case: CaseState, state: VariantState, expected, dtype: torch.dtype) -> None:
-    spec = case.spec
+def _check(run: Run, case: CaseState, state: VariantState, dtype: torch.dtype) -> None:
+    """The gate before timing: one call with poisoned allocations, then the checks of
+    ``learning.bench.gate`` on what it returned."""
+    spec, variant = case.spec, state.variant
     try:
-        outputs = spec.call(state.variant.fn, case.inputs)
+        outputs = gate.trapped(lambda: variant.invoke(spec, case.inputs))
+        check = gate.check_outputs(spec, case.inputs, outputs, dtype, run.device)
+        del outputs
     except Exception as error:
         if out_of_memory(error):
             state.status, state.reason = "skipped", f"out of memory: {_one_line(error)}"
@@ -323,40 +386,26 @@ def _check(case: CaseState, state: VariantState, expected, dtype: torch.dtype) -
         state.status, state.reason = "failed", reason
         state.correctness = correctness_record(False, None, None, reason)
         return
-    verdicts = correctness.compare_all(
-        outputs,
-        expected,
-        spec.tolerances[dtype],
-        dtype=dtype,
-        labels=correctness.output_labels(spec),
-    )
-    del outputs
-    passed = all(v.passed for v in verdicts)
-    errors = [v.max_abs_error for v in verdicts if v.max_abs_error is not None]
-    used = [v.tolerance_used for v in verdicts if v.tolerance_used is not None]
-    reason = "; ".join(v.reason for v in verdicts if not v.passed) or None
-    state.correctness = correctness_record(
-        passed, max(errors, default=None), max(used, default=None), reason
-    )
-    state.status = "ready" if passed else "failed"
-    state.reason = None if passed else f"failed the float64 oracle: {reason}"
+    state.correctness = check.record()
+    state.status = "ready" if check.passed else "failed"
+    state.reason = check.reason
 
 
 def _prepare_timing(run: Run, case: CaseState, state: VariantState) -> None:
-    fn, inputs, call, delay = (
-        state.variant.fn,
-        case.inputs,
-        case.spec.call,
-        run.config.host_delay_us,
-    )
+    variant, spec, inputs, delay = state.variant, case.spec, case.inputs, run.config.host_delay_us
 
-    def invoke() -> None:
+    def invoke() -> object:
         if delay:
             busy_wait_us(delay)  # debug: a host-side stall inside the callable
-        call(fn, inputs)
+        return variant.invoke(spec, inputs)
+
+    def touch() -> None:  # a new version number before each call: see learning.bench.timers
+        for value in inputs.values():
+            if torch.is_tensor(value):
+                increment_version(value)
 
     try:
-        state.timed = run.timer.prepare(invoke)
+        state.timed = run.timer.prepare(invoke, touch)
     except Exception as error:
         _release_memory(run.device)
         what = "out of memory" if out_of_memory(error) else f"{type(error).__name__}"
@@ -382,6 +431,35 @@ def incomplete_path(output: Path) -> Path:
     return output.with_name(f"{output.stem}.incomplete{output.suffix or '.json'}")
 
 
+def _numbered(path: Path, number: int) -> Path:
+    return path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+
+
+def write_new(data: dict, path: Path) -> bool:
+    """Write ``data`` to ``path`` all at once, only if no file is there (False if one is).
+
+    The report is written whole under a temporary name, then linked to ``path``: a link, unlike
+    a rename, fails when the name exists, so a report that appeared meanwhile (another run
+    writing the same file) is never replaced, and a crash leaves no half-written report.
+    """
+    path = Path(path)
+    staged = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.staged")
+    report_format.write_atomic(data, staged)
+    try:
+        os.link(staged, path)
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links: claim the name, then replace it
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return False
+        os.replace(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
+    return True
+
+
 def _write(run: Run) -> Report:
     fallback = getattr(run.timer, "fallback_reason", None)
     if fallback:
@@ -389,10 +467,24 @@ def _write(run: Run) -> Report:
             "cold cache: in-graph events were not available "
             f"({fallback}); fell back to subtracting a flush-only graph's median (noisier)"
         )
+    changed = tamper.warning(run.snapshot.changes()) if run.snapshot else None
+    if changed:
+        run.warnings.append(changed)
     data = build_report(run)
     output = Path(run.config.output)
-    path = output if run.complete or not output.exists() else incomplete_path(output)
-    report_format.write_atomic(data, path)
+    if run.complete and run.config.force:
+        report_format.write_atomic(data, output)  # asked for: replace what is there
+        path = output
+    else:
+        # Never over an existing file: an interrupted run beside it, a report that appeared
+        # during the run under the next free number.
+        first = output if run.complete or not output.exists() else incomplete_path(output)
+        number = 1
+        while not write_new(data, _numbered(first, number)):
+            number += 1
+        path = _numbered(first, number)
+        if path != output and run.complete:
+            run.progress.note(f"{output} appeared during the run; it is left as it is")
     for warning in run.warnings:
         run.progress.note(f"warning: {warning}")
     return Report(data=data, path=path)

@@ -14,6 +14,16 @@ per visit an untimed run, then ``sample()`` calls that are read after ``finish_r
   a kernel shorter than its launch overhead reads as the overhead. Dispatch-sensitive.
 * :class:`CpuTimer` (no GPU): ``time.perf_counter`` around synchronous interpreter calls.
   Tests the engine; the figures say nothing about a GPU.
+
+``prepare(invoke, before)``: ``before`` (optional) runs ahead of every Python call, outside
+the timed window; the engine uses it to mark the inputs as modified (a new version number), so
+that a cache keyed on the inputs' version cannot answer a timed call. A graph replay runs no
+Python, so a cache there is left out of the graph, which the re-check catches.
+
+Every prepared callable also has ``verify(poison)``: one more call made the way the timed ones
+are (a graph: its outputs from capture filled by ``poison``, one replay, a synchronize) that
+returns the outputs, so the engine can check what the timed work really produces
+(``learning.bench.gate``).
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ from collections.abc import Callable
 
 import torch
 
-Invoke = Callable[[], None]
+Invoke = Callable[[], object]  # one call; returns its outputs
+Before = Callable[[], None] | None
+Poison = Callable[[torch.Tensor], None]
 Reader = Callable[[], float]  # ms per call, valid after finish_round()
 
 
@@ -40,9 +52,49 @@ def busy_wait_us(microseconds: float) -> None:
 
 
 class _Timed:
-    def __init__(self, untimed: Callable[[], None], sample: Callable[[], Reader]):
+    def __init__(
+        self,
+        untimed: Callable[[], None],
+        sample: Callable[[], Reader],
+        verify: Callable[[Poison], object] | None = None,
+    ):
         self.replay_untimed = untimed
         self.sample = sample
+        self.verify = verify
+
+
+def _outputs(value: object) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for t in value if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _with_before(invoke: Invoke, before: Before) -> Invoke:
+    if before is None:
+        return invoke
+
+    def call() -> object:
+        before()
+        return invoke()
+
+    return call
+
+
+def _graph_verify(graph: torch.cuda.CUDAGraph, kept: list) -> Callable[[Poison], object]:
+    """Poison the outputs the captured calls write (the last call's, kept alive since
+    capture), replay the graph once, wait for it, return them."""
+
+    def verify(poison: Poison) -> object:
+        outputs = kept[0]
+        for tensor in _outputs(outputs):
+            poison(tensor)
+        graph.replay()
+        torch.cuda.synchronize()
+        return outputs
+
+    return verify
 
 
 class GraphTimer:
@@ -65,7 +117,7 @@ class GraphTimer:
         self.pool = torch.cuda.graph_pool_handle()
         self.stream = torch.cuda.Stream()
 
-    def _capture(self, body: Callable[[], None]) -> torch.cuda.CUDAGraph:
+    def _capture(self, body: Callable[[], object]) -> torch.cuda.CUDAGraph:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
             for _ in range(self.count):
@@ -73,7 +125,7 @@ class GraphTimer:
         torch.cuda.synchronize()
         return graph
 
-    def _timed(self, graph: torch.cuda.CUDAGraph) -> _Timed:
+    def _timed(self, graph: torch.cuda.CUDAGraph, kept: list | None = None) -> _Timed:
         count = self.count
 
         def sample() -> Reader:
@@ -83,15 +135,17 @@ class GraphTimer:
             end.record()
             return lambda: start.elapsed_time(end) / count
 
-        return _Timed(graph.replay, sample)
+        return _Timed(graph.replay, sample, _graph_verify(graph, kept) if kept else None)
 
-    def prepare(self, invoke: Invoke) -> _Timed:
+    def prepare(self, invoke: Invoke, before: Before = None) -> _Timed:
         # PyTorch's rule for capture: warm up on a side stream first (autograd, cuBLAS
         # workspaces and lazy initialisation must not happen for the first time in capture).
         side = self.stream
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(self.warmup_calls):
+                if before is not None:
+                    before()
                 invoke()
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
@@ -101,16 +155,19 @@ class GraphTimer:
             if timed is not None:
                 return timed
 
+        kept: list = [None]  # the last captured call's outputs: memory the replays write
+
         def body() -> None:
             if flush is not None:
                 flush()
-            invoke()
+            kept[0] = invoke()
 
-        return self._timed(self._capture(body))
+        return self._timed(self._capture(body), kept)
 
     def _prepare_cold_events(self, invoke: Invoke) -> _Timed | None:
         """``count`` x [flush, event, call, event] in one graph; ``None`` if unsupported."""
         count, flush = self.count, self.flush
+        kept: list = [None]
         try:
             starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(count)]
             ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(count)]
@@ -119,7 +176,7 @@ class GraphTimer:
                 for start, end in zip(starts, ends, strict=True):
                     flush()
                     start.record()
-                    invoke()
+                    kept[0] = invoke()
                     end.record()
             torch.cuda.synchronize()
             graph.replay()
@@ -137,7 +194,7 @@ class GraphTimer:
             graph.replay()
             return lambda: sum(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)) / count
 
-        return _Timed(graph.replay, sample)
+        return _Timed(graph.replay, sample, _graph_verify(graph, kept))
 
     def prepare_flush(self) -> _Timed | None:
         return None if self.flush is None else self._timed(self._capture(self.flush))
@@ -158,9 +215,10 @@ class EventsTimer:
     def new_case(self) -> None:
         pass
 
-    def prepare(self, invoke: Invoke) -> _Timed:
+    def prepare(self, invoke: Invoke, before: Before = None) -> _Timed:
+        call = _with_before(invoke, before)
         for _ in range(self.warmup_calls):
-            invoke()
+            call()
         torch.cuda.synchronize()
         iterations, flush = self.iterations, self.flush
 
@@ -169,6 +227,8 @@ class EventsTimer:
             for _ in range(iterations):
                 if flush is not None:
                     flush()
+                if before is not None:
+                    before()
                 start, end = (
                     torch.cuda.Event(enable_timing=True),
                     torch.cuda.Event(enable_timing=True),
@@ -179,7 +239,7 @@ class EventsTimer:
                 pairs.append((start, end))
             return lambda: sum(s.elapsed_time(e) for s, e in pairs) / len(pairs)
 
-        return _Timed(invoke, sample)
+        return _Timed(call, sample, lambda poison: call())
 
     def prepare_flush(self) -> None:
         return None
@@ -201,9 +261,10 @@ class CpuTimer:
     def new_case(self) -> None:
         pass
 
-    def prepare(self, invoke: Invoke) -> _Timed:
+    def prepare(self, invoke: Invoke, before: Before = None) -> _Timed:
+        call = _with_before(invoke, before)
         for _ in range(self.warmup_calls):
-            invoke()
+            call()
         iterations, scratch = self.iterations, self.scratch
 
         def sample() -> Reader:
@@ -211,13 +272,15 @@ class CpuTimer:
             for _ in range(iterations):
                 if scratch is not None:
                     scratch.zero_()
+                if before is not None:
+                    before()
                 start = time.perf_counter()
                 invoke()
                 total += time.perf_counter() - start
             value = total * 1e3 / iterations
             return lambda: value
 
-        return _Timed(invoke, sample)
+        return _Timed(call, sample, lambda poison: call())
 
     def prepare_flush(self) -> None:
         return None

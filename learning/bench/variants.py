@@ -37,6 +37,16 @@ class VariantSpec:
     name: str
     kind: str  # eager | compile | triton | learner
     fn: Callable[..., torch.Tensor]
+    # How one call is made: None, ``spec.call(fn, inputs)``; a learner variant replays its
+    # kernels' launches instead (``learning.bench.learner``) and returns the outputs itself.
+    call: Callable[[dict], tuple] | None = None
+    note: str | None = None  # how this variant is timed, when it is not the usual way
+
+    def invoke(self, spec: ops.OpSpec, inputs: dict) -> tuple:
+        """One call on ``inputs``: the outputs (forward) or the gradients (training)."""
+        if self.call is not None:
+            return self.call(inputs)
+        return spec.call(self.fn, inputs)
 
 
 @dataclass

@@ -5,8 +5,12 @@
 are plain PyTorch, except ``add``, a tiny Triton kernel that runs through the interpreter.
 ``mode`` changes the softmax only: ``ok``, ``wrong`` (fails the oracle), ``stub`` (raises
 NotImplementedError), ``todo`` (a Triton kernel whose body is still ``pass``), ``interrupt``
-(raises KeyboardInterrupt after ``interrupt_after`` calls), ``oom`` (raises
-torch.OutOfMemoryError), ``broken`` (does not import).
+(raises KeyboardInterrupt once, at call ``interrupt_after + 1``), ``oom`` (raises
+torch.OutOfMemoryError), ``broken`` (does not import), and cheats the gate must catch:
+``unwritten`` (returns ``torch.empty_like``), ``thread`` (a thread writes the answer after the
+call returned), ``cache_ptr`` / ``cache_version`` (the answer cached by the input's address, or
+address and version), ``gc_oracle`` (copies the float64 oracle if it can find it),
+``tamper`` (replaces ``learning.ops.torch`` and a timer method when imported).
 """
 
 from __future__ import annotations
@@ -31,23 +35,61 @@ def softmax_rows(x):
 '''
 
 SOFTMAX = '''"""A fake softmax whose behaviour the test chooses."""
+import gc
+import threading
+import time
+import types
+
 import torch
 
+import learning.bench.timers
+import learning.ops
 from {package}.kernels import _rows
 
 CALLS = [0]
 MODE = {mode!r}
 INTERRUPT_AFTER = {interrupt_after!r}
+CACHE = {{}}
+
+if MODE == "tamper":  # replaced while the run runs: the report must say so
+    learning.ops.torch = types.SimpleNamespace(**vars(torch))
+    _prepare = learning.bench.timers.CpuTimer.prepare
+    learning.bench.timers.CpuTimer.prepare = lambda self, *a, **k: _prepare(self, *a, **k)
 
 
 def softmax(x):
     CALLS[0] += 1
     if MODE == "stub":
         raise NotImplementedError("write the softmax kernel")
-    if MODE == "interrupt" and CALLS[0] > INTERRUPT_AFTER:
-        raise KeyboardInterrupt
+    if MODE == "interrupt" and CALLS[0] == INTERRUPT_AFTER + 1:
+        raise KeyboardInterrupt  # once, as a Ctrl-C would
     if MODE == "oom":
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    if MODE == "unwritten":  # whatever the allocator hands back
+        return torch.empty_like(x)
+    if MODE == "thread":  # returns at once; the answer is written a little later
+        y = torch.empty_like(x)
+
+        def finish():
+            time.sleep(0.002)
+            y.copy_(_rows.softmax_rows(x))
+
+        threading.Thread(target=finish).start()
+        return y
+    if MODE in ("cache_ptr", "cache_version"):  # the work once, then the answer from memory
+        key = x.data_ptr() if MODE == "cache_ptr" else (x.data_ptr(), x._version)
+        if key not in CACHE:
+            CACHE[key] = _rows.softmax_rows(x)
+        return CACHE[key]
+    if MODE == "gc_oracle":  # the float64 oracle, if it is anywhere in memory
+        for value in gc.get_objects():
+            if (
+                type(value) is torch.Tensor
+                and value.dtype == torch.float64
+                and value.shape == x.shape
+            ):
+                return value.to(x.dtype)
+        return torch.zeros_like(x)
     y = _rows.softmax_rows(x)
     return y * 1.5 if MODE == "wrong" else y
 '''

@@ -171,7 +171,7 @@ def test_a_learner_module_that_does_not_import_is_exit_2(
 def test_interrupted_command_exits_130_and_keeps_the_old_report(
     make_impl, small_config, monkeypatch, capsys
 ):
-    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5))
+    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5), force=True)
     config.output.write_text("{}\n")
     monkeypatch.setattr(cli, "parse", lambda argv: config)
     assert cli.main([]) == 130

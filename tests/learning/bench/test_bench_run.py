@@ -162,7 +162,7 @@ def test_an_interrupted_run_writes_what_it_completed(make_impl, small_config):
 
 
 def test_an_interrupted_run_never_replaces_an_existing_report(make_impl, small_config):
-    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5))
+    config = small_config(reference_package=make_impl("interrupt", interrupt_after=5), force=True)
     config.output.write_text("the earlier, complete report\n")
     report = run(config)
     assert config.output.read_text() == "the earlier, complete report\n"
