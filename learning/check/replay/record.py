@@ -1,10 +1,54 @@
-"""The recorder: every Triton launch of one call, written down as plain data."""
+"""The recorder: every Triton launch of one call, written down as plain data.
+
+While a :class:`TraceRecorder` is active it wraps Triton's two launch paths
+(``JITFunction.run`` for compiled kernels, ``InterpretedFunction.run`` under the CPU
+interpreter) and PyTorch's allocation functions, so that every buffer a kernel is handed has
+an identity:
+
+* an **input** (declared with :meth:`TraceRecorder.add_input`): named, and identified by its
+  storage, so that a tensor argument anywhere in it is ``input x, at element k``;
+* an **alloc**: memory from ``torch.empty`` / ``empty_like`` / ``empty_strided`` /
+  ``Tensor.new_empty``. The recorder fills it with the checker's marked NaN at once, so that
+  at the first launch that is handed it, it can tell whether PyTorch wrote into it meanwhile:
+  still marked, it stays an alloc (the replay gives a fresh one); one value everywhere (a
+  ``zero_()``), it becomes a constant; anything else, a tensor PyTorch computed (*opaque*);
+* a **const**: ``torch.zeros`` / ``ones`` / ``full`` and their ``_like`` / ``new_`` forms,
+  one value everywhere;
+* **opaque**: any other memory (a ``.contiguous()`` copy, the result of a PyTorch op). A
+  replay refuses a launch that reads one, except when every element holds one value: that
+  carries no answer and is recorded as a constant.
+
+Every buffer is kept alive until the recorder is garbage-collected, so that no address is
+reused for another buffer while it records. Autotuning runs (the candidates Triton times
+before it picks one) are not recorded: only the launch made with the chosen configuration.
+"""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any
 
 import torch
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+
+from learning.check.kernel_guards import _UNWRITTEN_BITS, GUARD_BYTE
+from learning.check.replay.traceformat import (
+    FORMAT,
+    MAX_LAUNCHES,
+    Unrecordable,
+    dtype_name,
+    encode_fill,
+    encode_scalar,
+    span,
+)
+
+_EMPTY = ("empty", "empty_like", "empty_strided")
+_CONSTANT = ("zeros", "zeros_like", "ones", "ones_like", "full", "full_like")
+_TENSOR_EMPTY = ("new_empty",)
+_TENSOR_CONSTANT = ("new_zeros", "new_ones", "new_full")
 
 
 class TraceRecorder:
@@ -14,25 +58,319 @@ class TraceRecorder:
     whatever it writes down is checked by replaying it. Enter it *inside* an
     :class:`~learning.check.kernel_guards.AllocationTrap` when both are used
     (``with trap, recorder:``), so that it sees the guarded allocations the trap hands out.
+
+    ``package_root`` is the folder of the learner's package: a kernel defined in a file under
+    it is recorded as ``"<path relative to it>::<name>"``, any other as
+    ``"outside:<module>.<name>"``.
     """
 
     def __init__(self, package_root: Path):
-        raise NotImplementedError
+        self.package_root = Path(package_root).resolve()
+        self._buffers: list[dict] = []
+        self._storages: dict[tuple[str, int], int] = {}  # (device, storage address) -> id
+        self._bases: list[int] = []  # buffer id -> the address its offsets count from
+        self._checked: set[int] = set()  # allocations whose first use was looked at
+        self._keep: list[Any] = []  # everything recorded, alive so no address is reused
+        self._launches: list[dict] = []
+        self._scalars: dict[str, Any] = {}
+        self._truncated = False
+        self._benchmarking = 0
+        self._active = False
+        self._patched: list[tuple[Any, str, Any, bool]] = []
+        self._signatures: dict[Any, inspect.Signature] = {}
 
-    def add_input(self, name: str, tensor: torch.Tensor) -> None:
-        """Declare an input of the call: its memory becomes buffer ``input:<name>``."""
-        raise NotImplementedError
+    # -- what the caller declares -----------------------------------------------------------
+
+    def add_input(self, name: str, tensor: torch.Tensor | object) -> None:
+        """Declare an input of the call: its memory becomes buffer ``input:<name>``.
+
+        A non-tensor input (``eps``) is written down with the trace, under ``scalars``: a
+        replay can only reproduce the value it was recorded with.
+        """
+        if any(b["kind"] == "input" and b["name"] == name for b in self._buffers):
+            raise ValueError(f"input {name!r} was declared twice")
+        if not isinstance(tensor, torch.Tensor):
+            try:
+                self._scalars[name] = encode_scalar(tensor)
+            except Unrecordable as why:
+                raise ValueError(f"input {name!r}: {why}") from None
+            return
+        dtype = dtype_name(tensor.dtype)
+        if dtype is None or tensor.layout != torch.strided:
+            raise ValueError(f"input {name!r}: a {tensor.dtype} {tensor.layout} tensor")
+        size, stride = tuple(tensor.shape), tuple(tensor.stride())
+        if any(s < 0 for s in stride):
+            raise ValueError(f"input {name!r} has a negative stride")
+        self._add_buffer(
+            tensor, tensor.data_ptr(), span(size, stride) * tensor.element_size(),
+            dict(kind="input", name=name, dtype=dtype, size=list(size), stride=list(stride)),
+        )  # fmt: skip
+
+    # -- the context manager ----------------------------------------------------------------
 
     def __enter__(self) -> TraceRecorder:
-        raise NotImplementedError
+        if self._active:
+            raise RuntimeError("this TraceRecorder is already active")
+        for cls in (InterpretedFunction, JITFunction):
+            self._patch(cls, "run", self._wrap_run(cls.run))
+        if hasattr(Autotuner, "_bench"):
+            self._patch(Autotuner, "_bench", self._wrap_bench(Autotuner._bench))
+        for name in (*_EMPTY, *_CONSTANT):
+            self._patch(torch, name, self._wrap_allocation(getattr(torch, name), name))
+        for name in (*_TENSOR_EMPTY, *_TENSOR_CONSTANT):
+            original = getattr(torch.Tensor, name)
+            self._patch(torch.Tensor, name, self._wrap_allocation(original, f"Tensor.{name}"))
+        self._active = True
+        return self
 
     def __exit__(self, *exc_info) -> None:
-        raise NotImplementedError
+        self._active = False
+        while self._patched:
+            owner, name, original, own = self._patched.pop()
+            if own:
+                setattr(owner, name, original)
+            else:  # inherited (Tensor.new_empty comes from the C base class): just remove ours
+                delattr(owner, name)
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._patched.append((owner, name, getattr(owner, name), name in vars(owner)))
+        setattr(owner, name, replacement)
+
+    # -- what it hands back -----------------------------------------------------------------
 
     def trace(self) -> dict:
-        """``{"buffers": [...], "launches": [...]}``, JSON-serialisable."""
-        raise NotImplementedError
+        """``{"format", "buffers", "launches", "scalars"}``, JSON-serialisable (see
+        :mod:`learning.check.replay.traceformat`)."""
+        trace = {
+            "format": FORMAT,
+            "buffers": [dict(b) for b in self._buffers],
+            "launches": [dict(launch) for launch in self._launches],
+            "scalars": dict(self._scalars),
+        }
+        if self._truncated:
+            trace["truncated"] = True
+        return trace
 
     def describe_outputs(self, outputs: tuple) -> list[dict]:
-        """Each output as a view (offset, shape, strides, dtype) of a recorded buffer."""
-        raise NotImplementedError
+        """Each output as a view of a recorded buffer:
+        ``{"buffer", "offset", "dtype", "shape", "stride"}``; ``{"error": why}`` for an output
+        that is not a plain tensor a replay could rebuild."""
+        described = []
+        for output in outputs:
+            if type(output) is not torch.Tensor:
+                described.append({"error": f"a {type(output).__name__}, not a torch.Tensor"})
+                continue
+            try:
+                view = self._tensor(output)
+            except Unrecordable as why:
+                described.append({"error": str(why)})
+                continue
+            if any(s < 0 for s in output.stride()):
+                described.append({"error": "a view with a negative stride"})
+                continue
+            view.update(shape=list(output.shape), stride=list(output.stride()))
+            described.append(view)
+        return described
+
+    # -- buffers ----------------------------------------------------------------------------
+
+    def _add_buffer(self, keep: Any, base: int, nbytes: int, entry: dict) -> int:
+        storage = keep.untyped_storage() if isinstance(keep, torch.Tensor) else keep
+        key = (str(storage.device), storage.data_ptr())
+        identity = len(self._buffers)
+        entry = {"id": identity, "kind": entry.pop("kind"), "name": None, "nbytes": nbytes,
+                 "fill": None, **entry}  # fmt: skip
+        self._buffers.append(entry)
+        self._bases.append(base)
+        self._storages.setdefault(key, identity)
+        self._keep.append(keep)
+        return identity
+
+    def _allocated(self, tensor: torch.Tensor, how: str) -> None:
+        if (
+            type(tensor) is not torch.Tensor
+            or tensor.layout != torch.strided
+            or tensor.numel() == 0
+            or dtype_name(tensor.dtype) is None
+            or any(s < 0 for s in tensor.stride())
+        ):
+            return
+        constant = how.removeprefix("Tensor.") in (*_CONSTANT, *_TENSOR_CONSTANT)
+        flat = _flat(tensor)
+        entry = dict(kind="const" if constant else "alloc", dtype=dtype_name(tensor.dtype),
+                     label=f"{how} -> {_describe(tensor)}")  # fmt: skip
+        if constant:
+            entry["fill"] = encode_fill(flat[0].item())
+        else:
+            _mark(flat)
+        self._add_buffer(tensor, tensor.data_ptr(), flat.numel() * tensor.element_size(), entry)
+
+    def _first_use(self, identity: int) -> None:
+        """An allocation's content when a kernel is first handed it: still as made, one
+        value everywhere (a constant now), or written by PyTorch (opaque)."""
+        self._checked.add(identity)
+        entry = self._buffers[identity]
+        tensor = self._keep[identity]
+        flat = _flat(tensor)
+        if entry["kind"] == "alloc" and _is_marked(flat):
+            return
+        first = flat[0]
+        if bool((flat == first).all()) or (first.is_floating_point() and bool(flat.isnan().all())):
+            entry.update(kind="const", fill=encode_fill(first.item()))
+        else:
+            entry.update(kind="opaque", fill=None,
+                         label=f"{entry.get('label', '')}, then written by PyTorch")  # fmt: skip
+
+    def _opaque(self, tensor: torch.Tensor) -> int:
+        """Memory the recorder did not see made: opaque, or a constant if it holds one value."""
+        storage = tensor.untyped_storage()
+        entry: dict[str, Any] = dict(kind="opaque", dtype=dtype_name(tensor.dtype),
+                                     label=f"a tensor PyTorch computed ({_describe(tensor)})")
+        itemsize = tensor.element_size()
+        if storage.nbytes() % itemsize == 0 and storage.nbytes():
+            flat = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+            flat.set_(storage, 0, (storage.nbytes() // itemsize,), (1,))
+            if bool((flat == flat[0]).all()):
+                entry.update(kind="const", fill=encode_fill(flat[0].item()))
+        identity = self._add_buffer(storage, storage.data_ptr(), storage.nbytes(), entry)
+        self._checked.add(identity)
+        return identity
+
+    def _tensor(self, tensor: torch.Tensor) -> dict:
+        dtype = dtype_name(tensor.dtype)
+        if dtype is None:
+            raise Unrecordable(f"a {tensor.dtype} tensor")
+        storage = tensor.untyped_storage()
+        identity = self._storages.get((str(storage.device), storage.data_ptr()))
+        if identity is None:
+            identity = self._opaque(tensor)
+        elif identity not in self._checked and self._buffers[identity]["kind"] != "input":
+            self._first_use(identity)
+        delta = tensor.data_ptr() - self._bases[identity]
+        if delta % tensor.element_size():
+            raise Unrecordable("a view that does not start on a whole element of its buffer")
+        return {"buffer": identity, "offset": delta // tensor.element_size(), "dtype": dtype}
+
+    # -- launches ---------------------------------------------------------------------------
+
+    def _record(self, kernel: Any, args: tuple, grid: Any, kwargs: dict) -> Any:
+        """Write the launch down; return the grid resolved (what the launch then uses)."""
+        function = kernel.fn
+        signature = self._signatures.get(function)
+        if signature is None:
+            signature = self._signatures[function] = inspect.signature(function)
+        params = {k: v for k, v in kwargs.items() if k in signature.parameters}
+        options = {k: v for k, v in kwargs.items() if k not in signature.parameters}
+        try:
+            bound = signature.bind(*args, **params)
+        except TypeError:
+            return grid  # Triton's launch raises the same error
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        resolved = grid(arguments) if callable(grid) else grid
+        if len(self._launches) > MAX_LAUNCHES:
+            self._truncated = True
+            return resolved
+        launch = {"kernel": self._kernel_name(function), "grid": _grid(resolved),
+                  "args": {name: self._value(v) for name, v in arguments.items()},
+                  "options": {name: self._option(v) for name, v in options.items()}}
+        self._launches.append(launch)
+        return resolved
+
+    def _kernel_name(self, function: Any) -> str:
+        name = getattr(function, "__name__", "?")
+        try:
+            path = Path(function.__code__.co_filename).resolve()
+            return f"{path.relative_to(self.package_root).as_posix()}::{name}"
+        except (AttributeError, ValueError, OSError):
+            return f"outside:{getattr(function, '__module__', '?')}.{name}"
+
+    def _value(self, value: Any) -> Any:
+        try:
+            if isinstance(value, torch.Tensor):
+                return {"tensor": self._tensor(value)}
+            if isinstance(value, tuple) and any(isinstance(v, torch.Tensor) for v in value):
+                raise Unrecordable("a tuple holding tensors")
+            return encode_scalar(value)
+        except Unrecordable as why:
+            return {"unrecordable": str(why)}
+
+    def _option(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool | int):
+            return value
+        return {"unrecordable": f"a {type(value).__name__}"}
+
+    # -- wrappers ---------------------------------------------------------------------------
+
+    def _wrap_run(self, original):
+        recorder = self
+
+        def run(kernel, *args, grid, warmup, **kwargs):
+            if recorder._active and not warmup and not recorder._benchmarking:
+                grid = recorder._record(kernel, args, grid, kwargs)
+            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+        return run
+
+    def _wrap_bench(self, original):
+        recorder = self
+
+        def bench(autotuner, *args, **kwargs):
+            recorder._benchmarking += 1
+            try:
+                return original(autotuner, *args, **kwargs)
+            finally:
+                recorder._benchmarking -= 1
+
+        return bench
+
+    def _wrap_allocation(self, original, how: str):
+        recorder = self
+
+        def allocate(*args, **kwargs):
+            made = original(*args, **kwargs)
+            if recorder._active and kwargs.get("out") is None and isinstance(made, torch.Tensor):
+                recorder._allocated(made, how)
+            return made
+
+        allocate.__name__ = getattr(original, "__name__", how)
+        allocate.__doc__ = getattr(original, "__doc__", None)
+        return allocate
+
+
+def _flat(tensor: torch.Tensor) -> torch.Tensor:
+    """The elements of ``tensor``'s span, first to last, as one flat tensor of its dtype."""
+    flat = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
+    size = span(tuple(tensor.shape), tuple(tensor.stride()))
+    return flat.set_(tensor.untyped_storage(), tensor.storage_offset(), (size,), (1,))
+
+
+def _mark(flat: torch.Tensor) -> None:
+    bits = _UNWRITTEN_BITS.get(flat.dtype)
+    if bits is None:
+        flat.view(torch.uint8).fill_(GUARD_BYTE)
+    else:
+        flat.view(bits[0]).fill_(bits[1])
+
+
+def _is_marked(flat: torch.Tensor) -> bool:
+    bits = _UNWRITTEN_BITS.get(flat.dtype)
+    if bits is None:
+        return bool((flat.view(torch.uint8) == GUARD_BYTE).all())
+    return bool((flat.view(bits[0]) == bits[1]).all())
+
+
+def _grid(grid: Any) -> Any:
+    if isinstance(grid, int):
+        grid = (grid,)
+    if not isinstance(grid, tuple | list) or not 1 <= len(grid) <= 3:
+        return {"unrecordable": f"a grid {type(grid).__name__}"}
+    values = [int(g) if isinstance(g, int) else g for g in grid]
+    if not all(isinstance(g, int) for g in values):
+        return {"unrecordable": "a grid of something other than integers"}
+    return [*values, 1, 1][:3]
+
+
+def _describe(tensor: torch.Tensor) -> str:
+    shape = "x".join(str(d) for d in tensor.shape) or "scalar"
+    return f"{shape} {dtype_name(tensor.dtype)}"
