@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -38,61 +42,365 @@ def raised_message(stripped: str) -> str:
     raise AssertionError("no raise NotImplementedError in the stripped source")
 
 
-# --------------------------------------------------------------------------- regeneration
+# --------------------------------------------------------------------------- the committed tree
 
 
-def _committed(path: str) -> bytes | None:
-    """``path`` as the last commit holds it; None outside a git checkout or when untracked."""
-    try:
-        shown = subprocess.run(
-            ["git", "show", f"HEAD:{path}"], cwd=ROOT, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return shown.stdout if shown.returncode == 0 else None
-
-
-def test_regenerating_changes_nothing():
-    """Does the script reproduce exercises/ exactly (`--check` passes on the committed tree)?
-
-    A file a learner has since edited still counts as up to date when the committed copy
-    matches: the learner's work is theirs, and this test is about the course's files.
-    """
-    expected = make_exercises.render()
-    stale = [
-        path
-        for path in make_exercises.out_of_date()
-        if expected.get(path.split(" ")[0]) != _committed(path.split(" ")[0])
-    ]
-    assert not stale, f"run `python scripts/make_exercises.py`; out of date: {stale}"
-
-
-def test_check_mode_names_stale_files_and_exits_1(tmp_path: Path, capsys):
-    """Does --check exit 1 and name each file that is missing, edited or left over?"""
-    (tmp_path / "reference").mkdir()
-    (tmp_path / "reference" / "__init__.py").write_text('"""Reference."""\n')
-    (tmp_path / "reference" / "demo.py").write_text(
-        "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n"
+def test_check_passes_on_the_repository():
+    """Does `make_exercises.py --check` pass here: every copy as the script makes it and
+    recorded, or edited by the learner while its reference stayed as it was?"""
+    process = subprocess.run(
+        [sys.executable, "scripts/make_exercises.py", "--check"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert process.stdout.splitlines()[-1].startswith("exercises/ is up to date")
+
+
+def test_the_record_is_tracked_and_lists_exactly_the_copies():
+    """Is the record in git, one entry for each copy the script makes and nothing else?"""
+    inside = subprocess.run(["git", "rev-parse"], cwd=ROOT, capture_output=True, timeout=30)
+    if inside.returncode != 0:
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", make_exercises.RECORD],
+        cwd=ROOT, capture_output=True, timeout=30,
+    )
+    assert tracked.returncode == 0, f"git add {make_exercises.RECORD}"
+    record = make_exercises.load_record()
+    assert set(record) == set(make_exercises.render())
+    assert make_exercises.RECORD not in record
+
+
+def test_the_record_and_backups_are_not_taken_for_learner_modules():
+    """Are the record and a backup named so that nothing imports or grades them as modules?"""
+    for name in (Path(make_exercises.RECORD).name, "add.py.2026-12-01T2210.bak"):
+        assert not name.endswith(".py") and not name.isidentifier()
+    data = json.loads((ROOT / make_exercises.RECORD).read_text())
+    assert "do not edit" in data["about"]
+
+
+# --------------------------------------------------------------------------- a course in a folder
+
+SOLVED_MARK = "# solved: the learner's own lines\n"
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    """A copy of what the script reads and writes (reference/, exercises/, the script itself,
+    the Makefile), so that the tests change no file of the repository's."""
+    for folder in ("reference", "exercises"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(
+            "__pycache__", ".ipynb_checkpoints", "*.bak"))
+    (tmp_path / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "make_exercises.py", tmp_path / "scripts")
+    shutil.copy2(ROOT / "Makefile", tmp_path)
+    # exercises/ as committed: the learner's edits in this checkout are not the test's subject
+    for path, content in make_exercises.render(tmp_path).items():
+        (tmp_path / path).write_bytes(content)
+    (tmp_path / make_exercises.RECORD).write_bytes((ROOT / make_exercises.RECORD).read_bytes())
+    assert make_exercises.main(["--check"], root=tmp_path) == 0
+    return tmp_path
+
+
+def solve(course: Path, path: str = "exercises/kernels/add.py") -> bytes:
+    """Write a solved exercise (the reference's solution under the copy's header); return it."""
+    source = path.replace("exercises/", "reference/", 1)
+    solved = (make_exercises.header(source) + (course / source).read_text() + SOLVED_MARK).encode()
+    (course / path).write_bytes(solved)
+    return solved
+
+
+def change_reference(course: Path, path: str = "reference/kernels/add.py") -> None:
+    with open(course / path, "a", encoding="utf-8") as stream:
+        stream.write("# a later fix in the course\n")
+
+
+def run(course: Path, *args: str):
+    process = subprocess.run(
+        [sys.executable, "scripts/make_exercises.py", *args],
+        cwd=course, capture_output=True, text=True, timeout=60,
+    )
+    return process.returncode, process.stdout, process.stderr
+
+
+def call(course: Path, capsys, *args: str) -> tuple[int, str]:
+    """``main(args)`` on the copy in ``course``: its exit status and what it printed."""
+    rc = make_exercises.main(list(args), root=course)
+    return rc, capsys.readouterr().out
+
+
+def tree(course: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(course).as_posix(): p.read_bytes()
+        for p in sorted(course.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def backups(course: Path, path: str = "exercises/kernels/add.py") -> list[Path]:
+    return sorted((course / path).parent.glob(Path(path).name + ".*.bak"))
+
+
+# --------------------------------------------------------------------------- every command told
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """Each make_exercises command the README, the lessons, docs/instructor.md or a checker
+    hint tells anyone to run, as (where, command); PATH stands for a file."""
+    script = re.compile(r"scripts/make_exercises\.py((?:\s+(?:--[a-z-]+|PATH))*)")
+    sources = [ROOT / "README.md", ROOT / "docs" / "instructor.md"]
+    sources += sorted((ROOT / "lessons").glob("*.md")) + sorted((ROOT / "learning").rglob("*.py"))
+    found = set()
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        where = source.relative_to(ROOT).as_posix()
+        found.update((where, " ".join(["script", *m[1].split()])) for m in script.finditer(text))
+        found.update((where, "make exercises") for _ in re.finditer(r"\bmake exercises\b", text))
+    return sorted(found)
+
+
+def _run_told(course: Path, command: str, path: str):
+    if command == "make exercises":  # the Makefile's own recipe; -o: no .venv is made here
+        bin_dir = Path(sys.executable).parent
+        process = subprocess.run(
+            ["make", "-o", ".venv/.installed", "exercises", f"BIN={bin_dir}"],
+            cwd=course, capture_output=True, text=True, timeout=60,
+        )
+        failed = re.search(r"\*\*\* \[Makefile:\d+: exercises\] Error (\d+)", process.stderr)
+        rc = int(failed[1]) if failed else process.returncode  # the script's, not make's 2
+        return rc, process.stdout, process.stderr
+    args = command.split()[1:]
+    return run(course, *[path if arg == "PATH" else arg for arg in args])
+
+
+def test_the_documents_name_the_commands_the_tests_run():
+    """Are the plain run, --check and `make exercises` among the commands found (so the
+    search below cannot pass by finding nothing)?"""
+    commands = {command for _, command in documented_commands()}
+    assert {"script", "script --check", "make exercises"} <= commands, commands
+
+
+@pytest.mark.parametrize("reference_changed", [False, True], ids=["yours", "both-changed"])
+@pytest.mark.parametrize("where, command", documented_commands())
+def test_a_solved_file_survives_every_command_told(course, where, command, reference_changed):
+    """After each documented command, is the solved file byte for byte as the learner left it
+    (or, for --force, kept byte for byte in the backup the output names)?"""
+    if command == "make exercises" and shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    solved = solve(course)
+    if reference_changed:
+        change_reference(course)
+    rc, out, err = _run_told(course, command, "exercises/kernels/add.py")
+    assert rc in (0, 1, 3), f"{where}: `{command}` exit {rc}: {out}{err}"
+    add = course / "exercises" / "kernels" / "add.py"
+    if "--force" in command:
+        (backup,) = backups(course)
+        assert backup.read_bytes() == solved and backup.name in out
+    else:
+        assert add.read_bytes() == solved, f"{where}: `{command}` replaced the solved file"
+        assert not backups(course)
+
+
+# --------------------------------------------------------------------------- each state
+
+
+def test_a_fresh_clone_gets_every_copy_and_the_record(tmp_path: Path, capsys):
+    """With reference/ alone, does the script make all of exercises/, as committed, and a
+    record that `--check` then accepts?"""
+    shutil.copytree(ROOT / "reference", tmp_path / "reference",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     assert make_exercises.main([], root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "wrote exercises/kernels/add.py" in out and make_exercises.RECORD in out
+    assert tree(tmp_path / "exercises") == {
+        **{Path(p).relative_to("exercises").as_posix(): c
+           for p, c in make_exercises.render().items()},
+        ".generated.json": (ROOT / make_exercises.RECORD).read_bytes(),
+    }
     assert make_exercises.main(["--check"], root=tmp_path) == 0
 
-    (tmp_path / "exercises" / "demo.py").write_text("edited\n")
-    (tmp_path / "reference" / "__init__.py").unlink()
-    capsys.readouterr()
-    assert make_exercises.main(["--check"], root=tmp_path) == 1
-    output = capsys.readouterr().out
-    assert "out of date: exercises/demo.py" in output
-    assert "exercises/__init__.py (its reference file is gone)" in output
+
+def test_an_edited_file_with_the_reference_unchanged_is_yours(course, capsys):
+    """Does --check call an edited copy `yours` and exit 0; does a run keep it, in one line?"""
+    solved = solve(course)
+    rc, out = call(course, capsys, "--check")
+    assert rc == make_exercises.EXIT_OK
+    assert "yours: exercises/kernels/add.py (you edited it; reference/kernels/add.py has not " \
+           "changed since)" in out
+    assert "--diff PATH" in out and "1 edited by you" in out
+    before = tree(course)
+    rc, out = call(course, capsys)
+    assert rc == make_exercises.EXIT_OK
+    out = out.splitlines()
+    assert out == ["kept exercises/kernels/add.py: you edited it; reference/kernels/add.py has "
+                   "not changed since"]
+    assert tree(course) == before and (course / "exercises/kernels/add.py").read_bytes() == solved
 
 
-def test_exercises_init_selects_the_backend_like_the_reference():
-    """Is exercises/__init__.py the reference's, so importing exercises picks the Triton backend?"""
-    made = make_exercises.render()["exercises/__init__.py"].decode()
-    reference = (ROOT / "reference" / "__init__.py").read_text()
-    assert made.endswith(reference)
-    assert "select_backend()" in made
-    assert made.startswith("# Your copy of reference/__init__.py,")
+@pytest.mark.parametrize(
+    "edited, check_status, check_line, run_status, run_line",
+    [
+        (
+            False, 1,
+            "out of date: exercises/kernels/add.py (reference/kernels/add.py changed since it was "
+            "made; you have not edited it)\nrun `python scripts/make_exercises.py` to bring these",
+            0, "wrote exercises/kernels/add.py\n",
+        ),
+        (
+            True, 3,
+            "both changed: exercises/kernels/add.py (you edited it, and reference/kernels/add.py "
+            "changed since it was made)\nto merge exercises/kernels/add.py: `python scripts/"
+            "make_exercises.py --diff exercises/kernels/add.py` shows your file against the new",
+            3, "kept exercises/kernels/add.py: you edited it, and reference/kernels/add.py changed",
+        ),
+    ],
+    ids=["unedited", "edited"],
+)
+def test_after_the_reference_changed(course, capsys, edited, check_status, check_line,
+                                     run_status, run_line):
+    """Unedited copy: --check exits 1 saying to rerun, and the run rewrites it. Edited copy:
+    --check exits 3 with the diff command, and the run keeps the file and exits 3."""
+    solved = solve(course) if edited else None
+    change_reference(course)
+    rc, out = call(course, capsys, "--check")
+    assert rc == check_status and check_line in out
+    rc, out = call(course, capsys)
+    assert rc == run_status and run_line in out
+    add = (course / "exercises/kernels/add.py").read_bytes()
+    assert (add == solved) if edited else add.endswith(b"# a later fix in the course\n")
+    assert call(course, capsys, "--check")[0] == (check_status if edited else 0)
+
+
+def test_diff_and_stub_show_the_new_copy(course, capsys):
+    """Does --diff show the learner's lines against the new copy's, --stub the new copy?"""
+    solve(course)
+    change_reference(course)
+    rc, diff = call(course, capsys, "--diff", "exercises/kernels/add.py")
+    assert rc == 0 and "-" + SOLVED_MARK in diff and "+# a later fix in the course\n" in diff
+    rc, stub = call(course, capsys, "--stub", "exercises/kernels/add.py")
+    assert rc == 0 and stub == make_exercises.render(course)["exercises/kernels/add.py"].decode()
+
+
+def test_force_backs_up_to_a_new_dated_name_then_writes(course, capsys):
+    """--force PATH: the learner's file goes to PATH.<date>.bak (named in the output), never
+    over an existing backup; only that PATH is replaced."""
+    solved = solve(course)
+    other = solve(course, "exercises/kernels/reductions.py")
+    moment = datetime(2026, 12, 1, 22, 10)
+    taken = course / "exercises/kernels/add.py.2026-12-01T2210.bak"
+    taken.write_bytes(b"an older backup\n")
+    assert make_exercises.main(["--force", "exercises/kernels/add.py"], root=course,
+                               now=moment) == 0
+    out = capsys.readouterr().out
+    assert "wrote exercises/kernels/add.py (yours is now exercises/kernels/add.py.2026-12-01T22" \
+           "10-2.bak)" in out
+    assert taken.read_bytes() == b"an older backup\n"
+    assert (course / "exercises/kernels/add.py.2026-12-01T2210-2.bak").read_bytes() == solved
+    assert (course / "exercises/kernels/add.py").read_bytes() == make_exercises.render(course)[
+        "exercises/kernels/add.py"]
+    assert (course / "exercises/kernels/reductions.py").read_bytes() == other
+    solve(course)
+    assert make_exercises.main(["--force", "exercises/kernels/add.py"], root=course,
+                               now=moment) == 0
+    assert len(backups(course)) == 3
+
+
+def test_a_copy_whose_reference_is_gone(course, capsys):
+    """Unedited: --check exits 1, a run removes it. Edited: kept, and no longer recorded."""
+    edited = solve(course, "exercises/kernels/row_plan.py")
+    (course / "reference/kernels/pingpong.py").unlink()
+    (course / "reference/kernels/row_plan.py").unlink()
+    rc, out = call(course, capsys, "--check")
+    assert rc == make_exercises.EXIT_RERUN
+    assert "left over: exercises/kernels/pingpong.py" in out
+    assert "yours: exercises/kernels/row_plan.py" in out
+    rc, out = call(course, capsys)
+    assert rc == 0
+    assert "removed exercises/kernels/pingpong.py" in out
+    assert "kept exercises/kernels/row_plan.py" in out
+    assert not (course / "exercises/kernels/pingpong.py").exists()
+    assert (course / "exercises/kernels/row_plan.py").read_bytes() == edited
+    assert "exercises/kernels/row_plan.py" not in make_exercises.load_record(course)
+    assert make_exercises.main(["--check"], root=course) == 0
+
+
+def test_a_file_the_record_does_not_know_is_kept(course, capsys):
+    """Without a record, a copy that differs cannot be told apart: kept, --check exits 3; the
+    copies that match are recorded."""
+    solved = solve(course)
+    (course / make_exercises.RECORD).unlink()
+    assert make_exercises.main(["--check"], root=course) == make_exercises.EXIT_MERGE
+    assert "not recorded: exercises/kernels/add.py" in capsys.readouterr().out
+    assert make_exercises.main([], root=course) == make_exercises.EXIT_MERGE
+    assert (course / "exercises/kernels/add.py").read_bytes() == solved
+    record = make_exercises.load_record(course)
+    assert "exercises/kernels/add.py" not in record and "exercises/kernels/matmul.py" in record
+
+
+def test_a_missing_copy_is_made_again(course, capsys):
+    """A copy deleted (or never made): --check exits 1 naming it; a run makes it again."""
+    (course / "exercises/kernels/add.py").unlink()
+    assert make_exercises.main(["--check"], root=course) == make_exercises.EXIT_RERUN
+    assert "missing: exercises/kernels/add.py" in capsys.readouterr().out
+    assert make_exercises.main([], root=course) == 0
+    assert make_exercises.main(["--check"], root=course) == 0
+
+
+@pytest.mark.parametrize(
+    "record, problem",
+    [
+        ("{not json", "cannot be read"),
+        ('{"about": "x"}', 'has no "files" table'),
+        ('{"files": {"exercises/../../outside.txt": ENTRY}}', "does not make sense"),
+        ('{"files": {"/tmp/outside.txt": ENTRY}}', "does not make sense"),
+        ('{"files": {"exercises/kernels/add.py": {"sha256": "abc"}}}', "does not make sense"),
+    ],
+)
+@pytest.mark.parametrize("args", [[], ["--check"], ["--force"]])
+def test_a_damaged_record_stops_everything_in_one_line(course, capsys, record, problem, args):
+    """A record that is not JSON, names a path outside exercises/ (with the sha256 of a file
+    there, so a removal would be possible) or lacks a field: exit 2, one line, nothing changed."""
+    outside = course / "outside.txt"
+    outside.write_text("not the course's\n")
+    entry = json.dumps({"sha256": make_exercises._sha(outside.read_bytes()),
+                        "reference": "reference/outside.txt",
+                        "reference_sha256": make_exercises._sha(b"")})
+    (course / make_exercises.RECORD).write_text(record.replace("ENTRY", entry))
+    solve(course)
+    before = tree(course)
+    assert make_exercises.main(args, root=course) == make_exercises.EXIT_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert problem in captured.err and "git restore" in captured.err
+    assert tree(course) == before
+
+
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        (["exercises/kernels/nope.py"], "not a file this script makes"),
+        (["--force", "../Makefile"], "not a file this script makes"),
+        (["--diff", "exercises/nope.py"], "not a file this script makes"),
+        (["--stub", "exercises/kernels/add.py", "exercises/kernels/softmax.py"], "one PATH"),
+    ],
+)
+def test_a_bad_path_is_a_one_line_error(course, capsys, args, problem):
+    before = tree(course)
+    assert make_exercises.main(args, root=course) == make_exercises.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert problem in err and len(err.strip().splitlines()) == 1
+    assert tree(course) == before
+
+
+def test_the_exit_codes_are_documented():
+    """Does --help (and the module's docstring) give each exit status the script returns?"""
+    process = subprocess.run(
+        [sys.executable, "scripts/make_exercises.py", "--help"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    text = " ".join(process.stdout.split())
+    for code in (0, 1, 2, 3):
+        assert f"{code} " in text.split("exit status:")[1]
+        assert f"{code} " in " ".join(make_exercises.__doc__.split()).split("Exit status:")[1]
 
 
 # --------------------------------------------------------------------------- stripping rules
