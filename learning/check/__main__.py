@@ -1,4 +1,4 @@
-"""``python -m learning.check <exercise> [--reference] [--json]``: see :mod:`learning.check.cli`."""
+"""``python -m learning.check [exercise] [--reference] [--json]``: see :mod:`learning.check.cli`."""
 
 from learning.check.cli import main
 

@@ -1,17 +1,24 @@
 """``python -m learning.check <exercise> [--reference] [--json]``: parse, call the runner, print.
 
-Exit status: 0 when every check passes, 1 when some fail, 2 for a usage error (no exercise, an
-unknown one). The work is :func:`learning.check.runner.check_exercise`.
+Without an exercise it lists them on stdout, one line each with its lesson and what it is (the
+lesson's title from the manifest, or for a kernel exercise the registry's summaries of the ops
+it grades), and exits 0; ``--json`` gives the list as JSON.
+
+Exit status: 0 when every check passes (or the list was asked for), 1 when some fail, 2 for a
+usage error, such as an unknown exercise (one line on stderr, with the closest name when one
+is close). The work is :func:`learning.check.runner.check_exercise`.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
+from collections.abc import Sequence
 
 from learning import manifest as manifest_module
-from learning.check.runner import ExerciseReport, check_exercise
+from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise
 from learning.check.seeds import replay_seed
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -36,10 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     manifest = manifest_module.load()
+    if args.exercise is None:
+        exercises = catalogue(manifest)
+        print(json.dumps(exercises, indent=2) if args.json else _exercise_list(exercises))
+        return EXIT_PASSED
     if args.exercise not in manifest.exercises:
-        if args.exercise is not None:
-            print(f"unknown exercise {args.exercise!r}", file=sys.stderr)
-        print(_exercise_list(manifest), file=sys.stderr)
+        print(_unknown(args.exercise, list(manifest.exercises)), file=sys.stderr)
         return EXIT_USAGE
     if args.reference and args.impl:
         parser.error("give --reference or --impl, not both")
@@ -52,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"python -m learning.check: {error}", file=sys.stderr)
         return EXIT_USAGE
-    report = check_exercise(args.exercise, impl, manifest=manifest)
+    try:
+        report = check_exercise(args.exercise, impl, manifest=manifest)
+    except UnknownExercise as error:
+        print(_unknown(error.name, error.choices), file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -60,13 +73,44 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_PASSED if report.passed else EXIT_FAILED
 
 
-def _exercise_list(manifest: manifest_module.Manifest) -> str:
-    lines = ["usage: python -m learning.check EXERCISE [--reference] [--json]", "exercises:"]
-    for name in manifest.exercises:
+def catalogue(manifest: manifest_module.Manifest) -> list[dict]:
+    """Each exercise: its name, lesson number, a one-line description and the learner's files."""
+    from learning import ops  # the op registry, for the kernel exercises' summaries
+
+    kernels = ops.exercises()
+    rows = []
+    for name, exercise in manifest.exercises.items():
         lesson = manifest.lesson_of(name)
-        where = f"lesson {lesson.number}: {lesson.title}" if lesson else "lesson not written yet"
-        lines.append(f"  {name:<15} {where}")
+        if name in kernels:
+            description = "; ".join(spec.summary for spec in kernels[name])
+        else:
+            description = lesson.title if lesson else "its lesson is not written yet"
+        rows.append({
+            "name": name,
+            "lesson": lesson.number if lesson else None,
+            "description": description,
+            "files": list(exercise.editable),
+        })
+    return rows
+
+
+def _exercise_list(exercises: list[dict]) -> str:
+    width = max(len(row["name"]) for row in exercises) + 2
+    lines = ["exercises (check one with `python -m learning.check NAME [--reference] [--json]`):"]
+    for row in exercises:
+        lesson = f"lesson {row['lesson']:02d}" if row["lesson"] is not None else "no lesson"
+        lines.append(f"  {row['name']:<{width}}{lesson}  {row['description']}")
     return "\n".join(lines)
+
+
+def _unknown(name: str, choices: Sequence[str]) -> str:
+    """One line: the unknown name, the closest exercise when one is close, where the list is."""
+    close = difflib.get_close_matches(name, choices, n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"python -m learning.check: unknown exercise {name!r}{guess} "
+        "(`python -m learning.check` lists the exercises)"
+    )
 
 
 def render(report: ExerciseReport) -> str:

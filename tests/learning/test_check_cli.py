@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from learning import manifest as manifest_module
+from learning.check import cli
 from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise, journal_status
 from learning.manifest import ROOT
 
@@ -73,21 +77,81 @@ def test_untouched_exercise_fails_with_hints(tmp_path: Path):
     assert report["journal"]["path"] == "journals/07-measurement.md"
 
 
-def test_no_exercise_lists_the_exercises():
-    """Does a bare `python -m learning.check` exit 2 and list what can be checked?"""
+def test_no_exercise_lists_the_exercises_on_stdout():
+    """Does a bare `python -m learning.check` print every exercise on stdout (so `| less` shows
+    it), one line each with its lesson and description, and exit 0?"""
     process, _ = run_cli()
-    assert process.returncode == 2
-    assert "measurement" in process.stderr and "softmax" in process.stderr
+    assert process.returncode == 0 and process.stderr == "", process.stderr
+    lines = process.stdout.splitlines()
+    manifest = manifest_module.load()
+    assert len(lines) == 1 + len(manifest.exercises)
+    for name in manifest.exercises:
+        (line,) = [line for line in lines if line.split()[:1] == [name]]
+        lesson = manifest.lesson_of(name)
+        assert f"  lesson {lesson.number:02d}  " in line and len(line.split()) > 3, line
+    assert any(re.fullmatch(r"  add +lesson 09  elementwise x \+ y", line) for line in lines)
+    assert any(line.endswith("lesson 07  A timing number needs an explanation") for line in lines)
 
 
-def test_unknown_exercise_exits_2_and_lists_the_exercises():
-    """Does a misspelt exercise exit 2 naming it, and list the valid ones?"""
-    process, _ = run_cli("measurment")
-    assert process.returncode == 2
-    assert "unknown exercise 'measurment'" in process.stderr
-    assert "  measurement" in process.stderr
+def test_the_list_follows_the_manifest():
+    """Is the list made from the manifest and the registry, not written out by hand: does an
+    exercise added to a manifest appear, with its lesson's title?"""
+    data = tomllib.loads((ROOT / "course_manifest.toml").read_text())
+    data["exercises"]["warmup"] = dict(data["exercises"]["measurement"], editable=[
+        "exercises/warmup.py"])
+    data["lessons"]["17-warm-up"] = {
+        "title": "A warm-up added later", "minutes": 5, "prerequisites": [], "runs_on": "cpu",
+        "exercises": ["warmup"],
+    }
+    rows = cli.catalogue(manifest_module.parse(data))
+    assert rows[-1] == {
+        "name": "warmup", "lesson": 17, "description": "A warm-up added later",
+        "files": ["exercises/warmup.py"],
+    }
+
+
+def test_the_list_as_json(capsys):
+    """Does `--json` without an exercise give the list as JSON, in the manifest's order?"""
+    assert cli.main(["--json"]) == cli.EXIT_PASSED
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["name"] for row in rows] == list(manifest_module.load().exercises)
+    add = next(row for row in rows if row["name"] == "add")
+    assert add == {"name": "add", "lesson": 9, "description": "elementwise x + y",
+                   "files": ["exercises/kernels/add.py"]}
+
+
+@pytest.mark.parametrize(
+    "typed, meant",
+    [("measurment", "measurement"), ("Softmax", "softmax"), ("softmax-train", "softmax_train"),
+     ("matmul_trian", "matmul_train"), ("zzzz", None)],
+)
+def test_an_unknown_exercise_is_one_line_with_the_closest_name(capsys, typed, meant):
+    """Does a misspelt exercise exit 2 with one line on stderr naming it and, when one is
+    close, `did you mean`; and nothing on stdout?"""
+    assert cli.main([typed]) == cli.EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert f"unknown exercise {typed!r}" in line
+    if meant:
+        assert f"did you mean {meant!r}?" in line
+    else:
+        assert "did you mean" not in line
+    assert "`python -m learning.check` lists the exercises" in line
     with pytest.raises(UnknownExercise, match="choose one of"):
-        check_exercise("measurment")
+        check_exercise(typed)
+
+
+def test_an_unknown_exercise_from_the_runner_is_the_same_one_line(capsys, monkeypatch):
+    """When the runner refuses a name the CLI let through, is it still one line and exit 2?"""
+
+    def refuse(name, *args, **kwargs):
+        raise UnknownExercise(name, ["measurement", "add"])
+
+    monkeypatch.setattr(cli, "check_exercise", refuse)
+    assert cli.main(["measurement", "--reference"]) == cli.EXIT_USAGE
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "unknown exercise 'measurement'; did you mean 'measurement'?" in line
 
 
 @pytest.mark.parametrize("value", ["abc", "-3", "1.5"])
