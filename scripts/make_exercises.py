@@ -558,6 +558,7 @@ EXIT_OK, EXIT_RERUN, EXIT_ERROR, EXIT_MERGE = 0, 1, 2, 3
 
 def main(argv: list[str] | None = None, root: Path = ROOT, now: datetime | None = None) -> int:
     parser = argparse.ArgumentParser(
+        prog=SCRIPT.removeprefix("python "),
         description=__doc__.splitlines()[0],
         epilog="exit status: 0 nothing left to do (files you edited are yours and fine); "
         "1 (--check) some copies are out of date and rerunning the script brings them up to "
