@@ -2,22 +2,31 @@
 
 The order is the pipeline (each step is one call below, in :func:`grade_submissions`):
 
-1. find the learners: each folder of ``SUBMISSIONS_DIR`` not starting with a dot;
+1. find the learners: each folder of ``SUBMISSIONS_DIR`` not starting with a dot, and each
+   hand-in archive (``alice.zip``, ``alice.tar.gz``: :mod:`learning.grade.archive`), unpacked
+   into a temporary folder;
 2. index every learner's submitted files (for the copying check, which needs the whole class);
 3. per learner: validate each ``reports/*.json`` (:mod:`learning.grade.reports`), then re-run
    the checks of each graded exercise on the submitted files (:mod:`learning.grade.checks`);
-4. points: each exercise's checker points, plus :data:`REPORT_POINTS` times the share of the
-   learner's reports that are trusted (no failing finding; review flags do not cost points).
+4. with ``retime``, re-time each learner's reports on this machine (:mod:`learning.grade.retime`)
+   and add what the instructor's own run shows to each report's findings;
+5. points: each exercise's checker points, plus :data:`REPORT_POINTS` times the share of the
+   learner's reports that are trusted (no failing finding; review flags do not cost points). A
+   report whose learner kernel failed its oracle check or was not timed is not trusted.
+
+The checks use the instructor's ``seed`` when one is given, so a grade can be replayed.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learning import manifest as manifest_module
 from learning.check.runner import ExerciseReport
+from learning.grade.archive import ArchiveError, archive_learner, unpack
 from learning.grade.checks import check_submission
 from learning.grade.findings import Finding
 from learning.grade.reports import (
@@ -28,6 +37,7 @@ from learning.grade.reports import (
     load_report,
     validate_report,
 )
+from learning.grade.retime import RetimeOptions, retime_reports
 from learning.report import REPO_ROOT
 
 REPORT_POINTS = 10.0
@@ -42,6 +52,7 @@ class ReportVerdict:
     path: str  # relative to the learner's folder, e.g. reports/softmax.json
     findings: tuple[Finding, ...]
     rerun: str | None = None  # the kernel-bench command that measures it again on a GPU
+    data: dict | None = field(default=None, repr=False, compare=False)  # the report, if read
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -62,6 +73,7 @@ class LearnerGrade:
     checks: tuple[ExerciseReport, ...]
     reports: tuple[ReportVerdict, ...]
     report_max: float
+    problems: tuple[Finding, ...] = ()  # about the submission itself (an archive that failed)
 
     @property
     def check_points(self) -> float:
@@ -88,7 +100,7 @@ class LearnerGrade:
 
     def reasons(self) -> list[str]:
         """Why points were lost, one line each: failed checks, then failing report findings."""
-        lines = []
+        lines = [str(finding) for finding in self.problems if not finding.review]
         for report in self.checks:
             failed = [check.name for check in report.checks if not check.passed]
             if failed:
@@ -100,7 +112,8 @@ class LearnerGrade:
         return lines
 
     def review_flags(self) -> list[str]:
-        return [f"{v.path}: {finding}" for v in self.reports for finding in v.reviews]
+        flags = [str(finding) for finding in self.problems if finding.review]
+        return flags + [f"{v.path}: {finding}" for v in self.reports for finding in v.reviews]
 
 
 def load_release(release_root: Path | str | None = None) -> Release:
@@ -119,14 +132,45 @@ def load_release(release_root: Path | str | None = None) -> Release:
 
 
 def find_submissions(submissions_dir: Path | str) -> list[Submission]:
+    """Every learner folder and hand-in archive in ``submissions_dir`` (archives not unpacked:
+    :func:`unpack_submissions` does that)."""
     folder = Path(submissions_dir)
     if not folder.is_dir():
         raise GradeInputError(f"{folder}: no such folder of submissions")
-    return [
-        Submission(learner=entry.name, folder=entry)
-        for entry in sorted(folder.iterdir())
-        if entry.is_dir() and not entry.name.startswith(".")
-    ]
+    found: dict[str, Submission] = {}
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            learner, archive = entry.name, None
+        elif entry.is_file() and archive_learner(entry):
+            learner, archive = archive_learner(entry), entry
+        else:
+            continue
+        if learner in found:
+            raise GradeInputError(
+                f"{folder}: learner {learner!r} handed in twice ({found[learner].folder.name} "
+                f"and {entry.name}); keep one"
+            )
+        found[learner] = Submission(learner=learner, folder=entry, archive=archive)
+    return sorted(found.values(), key=lambda submission: submission.learner)
+
+
+def unpack_submissions(submissions: Sequence[Submission], scratch: Path) -> list[Submission]:
+    """Archives unpacked under ``scratch`` (one folder per learner); folders as they are."""
+    unpacked = []
+    for submission in submissions:
+        if submission.archive is None:
+            unpacked.append(submission)
+            continue
+        target = scratch / submission.learner
+        try:
+            problems = unpack(submission.archive, target)
+        except ArchiveError as error:
+            target.mkdir(parents=True, exist_ok=True)
+            problems = [Finding("archive", f"{submission.archive.name}: {error}")]
+        unpacked.append(replace(submission, folder=target, problems=tuple(problems)))
+    return unpacked
 
 
 def graded_exercises(manifest: manifest_module.Manifest) -> tuple[str, ...]:
@@ -150,12 +194,23 @@ def validate_reports(
 def _verdict(
     path: Path, submission: Submission, release: Release, index: ClassIndex
 ) -> ReportVerdict:
-    report, findings = load_report(path)
-    if not findings:
-        findings = validate_report(report, submission, release, index)
     shown = path.relative_to(submission.folder).as_posix()
-    readable = not any(finding.code in ("unreadable", "schema") for finding in findings)
-    return ReportVerdict(shown, tuple(findings), bench_command(report) if readable else None)
+    report, findings = load_report(path)
+    rerun = None
+    if not findings:
+        try:
+            findings = validate_report(report, submission, release, index)
+            if not any(finding.code == "schema" for finding in findings):
+                rerun = bench_command(report)
+        except Exception as error:  # one report never stops the class (RecursionError too)
+            findings = [
+                Finding(
+                    "grader-error",
+                    f"the grader could not check it ({type(error).__name__}: {error})"[:300],
+                )
+            ]
+    data = report if isinstance(report, dict) and rerun is not None else None
+    return ReportVerdict(shown, tuple(findings), rerun, data)
 
 
 def grade_submissions(
@@ -165,23 +220,41 @@ def grade_submissions(
     exercises: Sequence[str] | None = None,
     report_points: float = REPORT_POINTS,
     progress: Callable[[str], None] | None = None,
+    seed: int | None = None,
+    retime: RetimeOptions | None = None,
 ) -> list[LearnerGrade]:
-    """Grade every learner under ``submissions_dir``; one :class:`LearnerGrade` each."""
+    """Grade every learner under ``submissions_dir``; one :class:`LearnerGrade` each.
+
+    ``seed``: the instructor's seed for every check (None: the checker draws fresh ones);
+    ``retime``: re-time each learner's reports on this machine with these options.
+    """
     release = load_release(release_root)
-    submissions = find_submissions(submissions_dir)
+    found = find_submissions(submissions_dir)
     names = tuple(exercises) if exercises is not None else graded_exercises(release.manifest)
     unknown = [name for name in names if name not in release.manifest.exercises]
     if unknown:
         raise GradeInputError(
             f"unknown exercise {unknown[0]!r}; choose from {', '.join(release.manifest.exercises)}"
         )
-    verdicts = validate_reports(submissions, release)
-    grades = []
-    for submission in submissions:
-        if progress:
-            progress(f"grading {submission.learner}: {', '.join(names) or 'no exercises'}")
-        checks = tuple(check_submission(name, submission.folder) for name in names)
-        grades.append(
-            LearnerGrade(submission.learner, checks, verdicts[submission.learner], report_points)
-        )
+    with tempfile.TemporaryDirectory(prefix="learning-grade-handins-") as scratch:
+        submissions = unpack_submissions(found, Path(scratch))
+        verdicts = validate_reports(submissions, release)
+        grades = []
+        for submission in submissions:
+            reports = verdicts[submission.learner]
+            if retime is not None:
+                if progress:
+                    progress(f"re-timing {submission.learner}'s reports")
+                reports = retime_reports(submission, reports, release, retime)
+            if progress:
+                progress(f"grading {submission.learner}: {', '.join(names) or 'no exercises'}")
+            checks = tuple(
+                check_submission(name, submission.folder, manifest=release.manifest, seed=seed)
+                for name in names
+            )
+            grades.append(
+                LearnerGrade(
+                    submission.learner, checks, reports, report_points, submission.problems
+                )
+            )
     return grades

@@ -17,14 +17,22 @@ is not read further):
      (:func:`learning.report.fingerprint_problems` against the release);
    * a measured learner file that is another learner's submitted file is copying;
 
+   * the fingerprint must be complete: every engine file a run always loads (the top-level
+     import closure of the release's ``learning.bench``, and the schema), the reference
+     kernel's files, and every file of the SUBMITTED ``exercises/`` that the graded module
+     could have executed (its static import closure, :mod:`learning.grade.closure`); code
+     those files load dynamically (``exec``, ``importlib``, ...) is a finding of its own;
+
 4. the figures: :func:`learning.report.consistency_problems` (samples vs median/min/max, GB/s
    vs bytes and median, ratios vs eager, no timed variant without a passed oracle check);
-5. plausibility (:mod:`learning.grade.plausibility`), for review only.
+5. the evidence the grader derives itself (:mod:`learning.grade.evidence`): the cases and
+   variants the settings imply, the registry's bytes and FLOPs, correctness records, copied
+   samples, and whether the learner's kernel was timed at all;
+6. plausibility (:mod:`learning.grade.plausibility`), for review only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -32,21 +40,19 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from learning import ops
+from learning.grade.closure import Closure, import_closure, module_level_closure
+from learning.grade.evidence import evidence_findings
 from learning.grade.findings import Finding
 from learning.grade.hashing import HashCache
+from learning.grade.loading import load_report
 from learning.grade.plausibility import review_flags
 from learning.manifest import Manifest
 from learning.report import consistency_problems, fingerprint_problems, schema_problems
 
-# Every kernel-bench run executes these; a fingerprint without them was trimmed by hand.
-ENGINE_REQUIRED = (
-    "learning/ops.py",
-    "learning/correctness.py",
-    "learning/bench/engine.py",
-    "learning/report/fingerprint.py",
-    "learning/schemas/report-v2.json",
-)
+ENGINE_ENTRY = "learning.bench.__main__"  # what ``kernel-bench`` runs
+ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none
 LEARNER_PACKAGE = "exercises"
+REFERENCE_PACKAGE = "reference"
 SNAPSHOT_FOLDER = PurePosixPath("results/snapshots")
 BUSY_GPU_PERCENT = 10.0  # utilization before the run above this: someone else was using it
 _GPU_FIELDS = ("gpu_name", "sm_count", "l2_bytes", "driver", "cuda", "triton")
@@ -59,17 +65,48 @@ class Release:
     root: Path
     manifest: Manifest
     hashes: HashCache = field(default_factory=HashCache)
+    _closures: dict = field(default_factory=dict, repr=False)
 
     def digest(self, path: str) -> str | None:
         return self.hashes.digest(self.root / path)
 
+    def engine_files(self) -> frozenset[str]:
+        """The engine files every kernel-bench run of this release loads."""
+        if "engine" not in self._closures:
+            found = module_level_closure(self.root, [ENGINE_ENTRY], "learning")
+            data = {path for path in ENGINE_DATA if (self.root / path).is_file()}
+            self._closures["engine"] = frozenset(found | data)
+        return self._closures["engine"]
+
+    def reference_files(self, spec: ops.OpSpec) -> frozenset[str]:
+        """The reference files a run of ``spec`` always loads (its kernel module's closure)."""
+        key = ("reference", spec.module)
+        if key not in self._closures:
+            module = f"{REFERENCE_PACKAGE}.{spec.module}"
+            found = module_level_closure(self.root, [module], REFERENCE_PACKAGE)
+            self._closures[key] = frozenset(found)
+        return self._closures[key]
+
+    def learner_closure(self, submission: Submission, modules: tuple[str, ...]) -> Closure:
+        """What ``modules`` of the SUBMITTED ``exercises/`` could have executed."""
+        key = ("learner", submission.folder, modules)
+        if key not in self._closures:
+            self._closures[key] = import_closure(submission.folder, modules, LEARNER_PACKAGE)
+        return self._closures[key]
+
 
 @dataclass(frozen=True)
 class Submission:
-    """One learner's folder: ``exercises/`` (and ``journals/``) as submitted, ``reports/*.json``."""
+    """One learner's folder: ``exercises/`` (and ``journals/``) as submitted, ``reports/*.json``.
+
+    A submission handed in as an archive (``alice.zip``) has ``archive`` set; its ``folder`` is
+    where the grader unpacked it, and ``problems`` what unpacking found.
+    """
 
     learner: str
     folder: Path
+    archive: Path | None = None
+    problems: tuple[Finding, ...] = ()
 
     def reports(self) -> list[Path]:
         return sorted((self.folder / "reports").glob("*.json"))
@@ -110,11 +147,7 @@ def learner_files(submission: Submission, release: Release) -> dict[str, str]:
     return files
 
 
-def load_report(path: Path) -> tuple[object, list[Finding]]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), []
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        return None, [Finding("unreadable", f"not a readable JSON report: {error}")]
+__all__ = ["load_report"]  # re-exported: where the grader has always looked for it
 
 
 def validate_report(
@@ -129,7 +162,9 @@ def validate_report(
         *_claims(report),
         *_environment(report),
         *_fingerprint(report, submission, release, index),
+        *_complete_fingerprint(report, submission, release),
         *(Finding("consistency", problem) for problem in consistency_problems(report)),
+        *evidence_findings(report),
         *(Finding("plausibility", flag, review=True) for flag in review_flags(report)),
     ]
 
@@ -160,6 +195,25 @@ def _claims(report: dict) -> list[Finding]:
         findings.append(
             Finding("settings", f"timing {timing!r} is impossible on device {device!r}")
         )
+    gpu_fields = [name for name in ("gpu_name", "sm_count", "l2_bytes", "driver")
+                  if report["environment"].get(name) is not None]  # fmt: skip
+    if device == "cpu" and gpu_fields:
+        findings.append(
+            Finding(
+                "settings",
+                f"a CPU run does not read the GPU, but this one records {', '.join(gpu_fields)}",
+            )
+        )
+    for key, package in (("learner_package", LEARNER_PACKAGE),
+                         ("reference_package", REFERENCE_PACKAGE)):  # fmt: skip
+        if settings.get(key) != package:
+            findings.append(
+                Finding(
+                    "settings",
+                    f"settings.{key} is {settings.get(key)!r}: kernel-bench measures "
+                    f"{package}/, nothing else",
+                )
+            )
     if settings["impl"] == "learner":
         learner_cases = [
             case
@@ -237,14 +291,6 @@ def _fingerprint(
             findings += _learner_file(path, digest, submission, release, index)
         else:
             release_files[path] = digest
-    missing = [path for path in ENGINE_REQUIRED if path not in files and release.digest(path)]
-    if missing:
-        findings.append(
-            Finding(
-                "fingerprint-incomplete",
-                f"files every run executes are missing: {', '.join(missing)}",
-            )
-        )
     release_snapshots = {}
     for path, copy in snapshots.items():
         if path not in release_files:
@@ -337,3 +383,62 @@ def bench_command(report: dict, device: str = "cuda") -> str:
     words += ["--visits", str(settings["visits"]), "--seed", str(settings["seed"])]
     words += ["--impl", settings["impl"], "--device", device, "--output", "rerun.json"]
     return " ".join(words)
+
+
+# --------------------------------------------------------------------------- complete?
+
+
+def _complete_fingerprint(report: dict, submission: Submission, release: Release) -> list[Finding]:
+    """Does the fingerprint name every file the run must have executed?
+
+    The engine's and the reference's files come from the release; the learner's from the
+    submitted sources (their import closure), since those are the files being graded.
+    """
+    files: Mapping[str, str] = report["fingerprint"]["files"]
+    specs = [ops.OPS[op] for op in dict.fromkeys(c["op"] for c in report["cases"]) if op in ops.OPS]
+    findings = []
+    engine = sorted(path for path in release.engine_files() if path not in files)
+    if engine:
+        findings.append(
+            Finding(
+                "fingerprint-incomplete",
+                f"engine files every kernel-bench run loads are missing: {', '.join(engine)}",
+            )
+        )
+    reference = sorted(
+        {path for spec in specs for path in release.reference_files(spec)} - set(files)
+    )
+    if reference:
+        findings.append(
+            Finding(
+                "fingerprint-incomplete",
+                f"reference files the measured cases load are missing: {', '.join(reference)}",
+            )
+        )
+    if report["settings"]["impl"] != "learner":
+        return findings
+    modules = tuple(sorted({f"{LEARNER_PACKAGE}.{spec.module}" for spec in specs}))
+    closure = release.learner_closure(submission, modules)
+    for path in sorted(closure.files - set(files)):
+        findings.append(
+            Finding(
+                "fingerprint-incomplete",
+                f"{path}: the graded kernel imports it (in the submitted files), but the "
+                "fingerprint does not name it",
+            )
+        )
+    for path in closure.unreadable:
+        findings.append(
+            Finding(
+                "fingerprint-incomplete",
+                f"{path}: not valid Python (or too large to read), so what it imports is unknown",
+            )
+        )
+    for use in closure.dynamic:
+        findings.append(
+            Finding(
+                "dynamic-code",
+                f"{use}: code loaded dynamically: no fingerprint can cover it",
+            )
+        )
+    return findings

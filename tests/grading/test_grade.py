@@ -8,13 +8,15 @@ learner`` report run in that clone. The grader re-runs the measurement checks on
 from __future__ import annotations
 
 import csv
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from learning.grade import CSV_COLUMNS
 from learning.grade.cli import main
-from learning.grade.clone import make_clone, run_bench, submit
+from learning.grade.clone import export_release, make_clone, run_bench, submit
 
 REPO = Path(__file__).resolve().parents[2]
 MEASUREMENT = "exercises/measurement.py"
@@ -43,8 +45,10 @@ def graded_class(tmp_path_factory) -> dict:
     upside down, no report) once; the tests read the outputs."""
     work = tmp_path_factory.mktemp("class")
     submissions = work / "submissions"
+    release = export_release(work / "release")  # the committed course, as learners clone it
     clean = make_clone(
         work / "clean",
+        release,
         learner_files={
             MEASUREMENT: REPO / "reference" / "measurement.py",
             "exercises/kernels/add.py": REPO / "reference" / "kernels" / "add.py",
@@ -58,7 +62,7 @@ def graded_class(tmp_path_factory) -> dict:
     inverted_source.write_text(
         text.replace("return baseline_ms / candidate_ms", "return candidate_ms / baseline_ms")
     )
-    inverted = make_clone(work / "inverted", learner_files={MEASUREMENT: inverted_source})
+    inverted = make_clone(work / "inverted", release, {MEASUREMENT: inverted_source})
     submit(inverted, submissions, "inverted", [])
 
     output, feedback, gradebook = work / "grades.csv", work / "feedback", work / "gradebook.db"
@@ -67,8 +71,12 @@ def graded_class(tmp_path_factory) -> dict:
             str(submissions),
             "--output",
             str(output),
+            "--release",
+            str(release),
             "--exercise",
             "measurement",
+            "--seed",
+            "1234",
             "--feedback-dir",
             str(feedback),
             "--gradebook",
@@ -84,6 +92,7 @@ def graded_class(tmp_path_factory) -> dict:
         "gradebook": gradebook,
         "submissions": submissions,
         "work": work,
+        "release": release,
     }
 
 
@@ -99,6 +108,47 @@ def test_a_failing_exercise_loses_points_with_a_reason(graded_class):
     assert float(row["check_points"]) < float(row["check_max"]) == 10
     assert "[check] measurement: failed speedup" in row["reasons"]
     assert "[no-reports]" in row["reasons"] and row["report_points"] == "0"
+
+
+def test_the_seed_is_recorded_beside_the_csv(graded_class):
+    record = json.loads((graded_class["work"] / "grades.run.json").read_text())
+    assert record["seed"] == 1234 and "--seed" in record["command"]
+
+
+def test_a_run_without_a_seed_draws_and_records_a_secret_one(tmp_path, graded_class):
+    output = tmp_path / "grades.csv"
+    argv = [str(graded_class["submissions"]), "--output", str(output), "--exercise", "tensors",
+            "--release", str(graded_class["release"])]  # fmt: skip
+    assert main(argv) == 0
+    first = json.loads((tmp_path / "grades.run.json").read_text())["seed"]
+    assert main(argv) == 0
+    second = json.loads((tmp_path / "grades.run.json").read_text())["seed"]
+    assert isinstance(first, int) and first != second
+
+
+def test_the_checker_gets_the_instructors_seed(monkeypatch, tmp_path):
+    """check_submission passes the seed on, as a keyword where check_exercise has one, and as
+    the replay variable for that call otherwise."""
+    from learning.check.seeds import SEED_VARIABLE
+    from learning.grade import checks
+
+    seen = []
+
+    def without_keyword(name, impl, *, extra_path=(), manifest=None):
+        seen.append(os.environ.get(SEED_VARIABLE))
+        return real(name, impl, extra_path=extra_path, manifest=manifest)
+
+    def with_keyword(name, impl, *, extra_path=(), manifest=None, seed=None):
+        seen.append(seed)
+        return real(name, impl, extra_path=extra_path, manifest=manifest)
+
+    real = checks.check_exercise
+    monkeypatch.delenv(SEED_VARIABLE, raising=False)
+    for fake, expected in ((without_keyword, "77"), (with_keyword, 77)):
+        monkeypatch.setattr(checks, "check_exercise", fake)
+        checks.check_submission("tensors", tmp_path, seed=77)
+        assert seen[-1] == expected
+    assert SEED_VARIABLE not in os.environ  # set for the call only
 
 
 def test_the_csv_has_the_documented_columns(graded_class):

@@ -1,0 +1,209 @@
+"""Which source files could a module have executed? Its static import closure, read by AST.
+
+A report's fingerprint is written by the learner's own copy of the engine, which lists the
+modules a run loaded. The grader does not take that list on its word: it reads the SUBMITTED
+sources and follows every import of the graded module that stays inside the learner's package
+(``exercises``), including imports inside functions and ``if`` blocks, since any of them could
+have run. Each file reached must be in the fingerprint, with the submitted file's hash.
+
+Code loaded any other way (``exec``, ``eval``, ``compile``, ``__import__``, ``importlib``,
+``runpy``, a ``.py`` file opened and read) has no file for a fingerprint to name, so each use is
+reported as :class:`Dynamic`: no fingerprint can cover it.
+
+:func:`module_level_closure` is the strict variant for the engine: only imports at a module's
+top level, outside ``if``/``try`` blocks, which every run executes. The grader requires those
+engine files in every learner report's fingerprint.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_SOURCE_BYTES = 2 * 10**6  # a learner module larger than this is not parsed
+
+# Calls that run code no file holds: a bare name ...
+_DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__", "execfile", "breakpoint"}
+# ... an attribute (importlib.import_module, loader.exec_module, runpy.run_path, ...) ...
+_DYNAMIC_ATTRIBUTES = {
+    "import_module",
+    "exec_module",
+    "load_module",
+    "spec_from_file_location",
+    "spec_from_loader",
+    "module_from_spec",
+    "SourceFileLoader",
+    "SourcelessFileLoader",
+    "run_path",
+    "run_module",
+    "reload",
+    "__import__",
+    "FunctionType",
+    "CodeType",
+}
+# ... or a module whose purpose is loading code.
+_DYNAMIC_MODULES = {"importlib", "runpy", "imp", "marshal", "zipimport", "pkgutil", "builtins"}
+_READS = {"open", "read_text", "read_bytes", "read", "open_text", "open_binary", "files"}
+
+
+@dataclass(frozen=True)
+class Dynamic:
+    """One place where a learner file loads code that no fingerprint can name."""
+
+    path: str  # repository-relative, e.g. exercises/kernels/add.py
+    line: int
+    what: str  # e.g. "exec(...)"
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.what}"
+
+
+@dataclass
+class Closure:
+    files: set[str] = field(default_factory=set)  # repository-relative paths that exist
+    dynamic: list[Dynamic] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # files that could not be parsed
+
+
+def module_file(root: Path, module: str) -> str | None:
+    """``exercises.kernels.add`` -> ``exercises/kernels/add.py`` (or a package's
+    ``__init__.py``) when that file exists under ``root``; None otherwise."""
+    base = module.replace(".", "/")
+    for candidate in (f"{base}.py", f"{base}/__init__.py"):
+        if (root / candidate).is_file():
+            return candidate
+    return None
+
+
+def _package_of(module: str, path: str) -> str:
+    return module if path.endswith("__init__.py") else module.rpartition(".")[0]
+
+
+def _resolve(node: ast.ImportFrom, module: str, path: str) -> str | None:
+    if not node.level:
+        return node.module
+    parts = _package_of(module, path).split(".")
+    if node.level - 1 > len(parts) - 1:
+        return None
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imported(node: ast.AST, module: str, path: str) -> list[str]:
+    """Every module name an import statement can load (parents included)."""
+    names: list[str] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            names += [".".join(parts[: i + 1]) for i in range(len(parts))]
+    elif isinstance(node, ast.ImportFrom):
+        base = _resolve(node, module, path)
+        if base:
+            parts = base.split(".")
+            names += [".".join(parts[: i + 1]) for i in range(len(parts))]
+            names += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+    return names
+
+
+def _dynamic_uses(tree: ast.AST, path: str) -> list[Dynamic]:
+    found = []
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.append(node.module)
+            hit = [m for m in modules if m.split(".")[0] in _DYNAMIC_MODULES]
+            if hit:
+                what = f"imports {hit[0]}"
+        elif isinstance(node, ast.Name) and node.id == "__builtins__":
+            what = "uses __builtins__"
+        elif isinstance(node, ast.Call):
+            function = node.func
+            if isinstance(function, ast.Name) and function.id in _DYNAMIC_BUILTINS:
+                what = f"{function.id}(...)"
+            elif isinstance(function, ast.Attribute) and function.attr in _DYNAMIC_ATTRIBUTES:
+                what = f"{ast.unparse(function)}(...)"
+            elif _names_getattr_of_dynamic(node):
+                what = ast.unparse(node)[:80]
+            elif _reads_python_source(node):
+                what = f"reads a Python file: {ast.unparse(node)[:80]}"
+        if what:
+            found.append(Dynamic(path, getattr(node, "lineno", 0), what))
+    return found
+
+
+def _names_getattr_of_dynamic(call: ast.Call) -> bool:
+    """``getattr(anything, "exec")`` and the like."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "getattr" and len(call.args) > 1):
+        return False
+    name = call.args[1]
+    return isinstance(name, ast.Constant) and name.value in _DYNAMIC_BUILTINS | _DYNAMIC_ATTRIBUTES
+
+
+def _reads_python_source(call: ast.Call) -> bool:
+    function = call.func
+    name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+    if name not in _READS:
+        return False
+    return any(
+        isinstance(sub, ast.Constant)
+        and isinstance(sub.value, str)
+        and sub.value.rstrip().endswith((".py", ".pyc", ".pyw"))
+        for sub in ast.walk(call)
+    )
+
+
+def _parse(root: Path, path: str) -> ast.AST | None:
+    try:
+        source = (root / path).read_bytes()
+        if len(source) > MAX_SOURCE_BYTES:
+            return None
+        return ast.parse(source, filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.AST]:
+    return [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def _closure(root: Path, modules: Iterable[str], package: str, strict: bool) -> Closure:
+    result = Closure()
+    pending = list(modules)
+    seen: set[str] = set()
+    while pending:
+        module = pending.pop()
+        if module in seen or module.split(".")[0] != package:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        pending += [".".join(parts[:i]) for i in range(1, len(parts))]  # parents' __init__
+        path = module_file(root, module)
+        if path is None:
+            continue  # a name imported from a module, not a module of its own
+        result.files.add(path)
+        tree = _parse(root, path)
+        if tree is None:
+            result.unreadable.append(path)
+            continue
+        nodes = _top_level_imports(tree) if strict else list(ast.walk(tree))
+        for node in nodes:
+            pending += _imported(node, module, path)
+        if not strict:
+            result.dynamic += _dynamic_uses(tree, path)
+    return result
+
+
+def import_closure(root: Path, modules: Iterable[str], package: str) -> Closure:
+    """Every file of ``package`` under ``root`` that ``modules`` could have executed, and every
+    place in those files where code is loaded dynamically."""
+    return _closure(root, modules, package, strict=False)
+
+
+def module_level_closure(root: Path, modules: Iterable[str], package: str) -> set[str]:
+    """The files of ``package`` that importing ``modules`` always executes: top-level imports
+    only, followed transitively."""
+    return _closure(root, modules, package, strict=True).files
