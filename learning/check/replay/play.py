@@ -90,6 +90,12 @@ class _Buffer:
             return f"input {self.name}"
         return f"buffer {self.id} ({self.label})" if self.label else f"buffer {self.id}"
 
+    @property
+    def computed(self) -> str:
+        """What an opaque buffer is, for a message."""
+        what = "a tensor PyTorch computed"
+        return f"{what} ({self.label})" if self.label else what
+
 
 @dataclass(frozen=True)
 class _View:
@@ -203,7 +209,7 @@ def _parse_launch(entry: Any, index: int, buffers: tuple[_Buffer, ...]) -> _Laun
             view = _parse_view(value["tensor"], shown, buffers, shaped=False)
             buffer = buffers[view.buffer]
             if buffer.kind == "opaque":
-                raise ReplayError(f"{shown}: a tensor PyTorch computed ({buffer.label}); the "
+                raise ReplayError(f"{shown}: {buffer.computed}; the "
                                   "checker can only replay kernels, so every tensor a kernel "
                                   "reads must be an input or memory your code allocated with "
                                   "torch.empty/zeros/full and filled with kernels")  # fmt: skip
@@ -228,9 +234,8 @@ def _parse_output(entry: Any, index: int, buffers: tuple[_Buffer, ...]) -> _View
         raise ReplayError(f"{where} cannot be replayed: {text(entry['error'], 120)[1:-1]}")
     view = _parse_view(entry, where, buffers, shaped=True)
     if buffers[view.buffer].kind == "opaque":
-        raise ReplayError(f"{where} is a tensor PyTorch computed "
-                          f"({buffers[view.buffer].label}); the checker can only replay "
-                          "kernels: return the tensor your kernel stored into")  # fmt: skip
+        raise ReplayError(f"{where} is {buffers[view.buffer].computed}; the checker can only "
+                          "replay kernels: return the tensor your kernel stored into")
     return view
 
 
@@ -277,6 +282,7 @@ class _Kernels:
         self.package = f"_replayed_{bundle.package}_{uuid.uuid4().hex[:12]}"
         self._finalizer = weakref.finalize(self, _unload, self.folder, self.package)
         root = self.folder / self.package
+        root.mkdir()
         for relpath, source in bundle.modules.items():
             path = root / relpath
             path.parent.mkdir(parents=True, exist_ok=True)

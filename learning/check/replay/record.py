@@ -116,7 +116,8 @@ class TraceRecorder:
         if hasattr(Autotuner, "_bench"):
             self._patch(Autotuner, "_bench", self._wrap_bench(Autotuner._bench))
         for name in (*_EMPTY, *_CONSTANT):
-            self._patch(torch, name, self._wrap_allocation(getattr(torch, name), name))
+            original = getattr(torch, name)
+            self._patch(torch, name, self._wrap_allocation(original, f"torch.{name}"))
         for name in (*_TENSOR_EMPTY, *_TENSOR_CONSTANT):
             original = getattr(torch.Tensor, name)
             self._patch(torch.Tensor, name, self._wrap_allocation(original, f"Tensor.{name}"))
@@ -154,11 +155,17 @@ class TraceRecorder:
     def describe_outputs(self, outputs: tuple) -> list[dict]:
         """Each output as a view of a recorded buffer:
         ``{"buffer", "offset", "dtype", "shape", "stride"}``; ``{"error": why}`` for an output
-        that is not a plain tensor a replay could rebuild."""
+        that is not a plain tensor in a buffer the trace holds (it adds no buffer: the trace
+        may be taken before or after)."""
         described = []
         for output in outputs:
             if type(output) is not torch.Tensor:
                 described.append({"error": f"a {type(output).__name__}, not a torch.Tensor"})
+                continue
+            storage = output.untyped_storage()
+            if (str(storage.device), storage.data_ptr()) not in self._storages:
+                described.append({"error": f"a tensor PyTorch computed ({_describe(output)}): "
+                                  "return the tensor your kernel stored into"})  # fmt: skip
                 continue
             try:
                 view = self._tensor(output)
@@ -195,7 +202,7 @@ class TraceRecorder:
             or any(s < 0 for s in tensor.stride())
         ):
             return
-        constant = how.removeprefix("Tensor.") in (*_CONSTANT, *_TENSOR_CONSTANT)
+        constant = how.rpartition(".")[2] in (*_CONSTANT, *_TENSOR_CONSTANT)
         flat = _flat(tensor)
         entry = dict(kind="const" if constant else "alloc", dtype=dtype_name(tensor.dtype),
                      label=f"{how} -> {_describe(tensor)}")  # fmt: skip
@@ -225,7 +232,7 @@ class TraceRecorder:
         """Memory the recorder did not see made: opaque, or a constant if it holds one value."""
         storage = tensor.untyped_storage()
         entry: dict[str, Any] = dict(kind="opaque", dtype=dtype_name(tensor.dtype),
-                                     label=f"a tensor PyTorch computed ({_describe(tensor)})")
+                                     label=_describe(tensor))
         itemsize = tensor.element_size()
         if storage.nbytes() % itemsize == 0 and storage.nbytes():
             flat = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
