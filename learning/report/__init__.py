@@ -24,7 +24,9 @@ from learning.report.fingerprint import (
     create_snapshots,
     engine_files,
     fingerprint,
+    fingerprint_record,
     implementation_files,
+    normalized_from_measured,
 )
 from learning.report.records import is_record, load_data, make_record, write_record
 from learning.report.validate import (
@@ -46,11 +48,13 @@ __all__ = [
     "engine_files",
     "fingerprint",
     "fingerprint_problems",
+    "fingerprint_record",
     "implementation_files",
     "is_record",
     "load_data",
     "make_record",
     "load_schema",
+    "normalized_from_measured",
     "schema_problems",
     "validate",
     "validate_file",

@@ -1,9 +1,14 @@
-"""``python -m learning.report validate REPORT...`` and ``... snapshot REPORT``.
+"""``python -m learning.report validate REPORT...``, ``... snapshot REPORT`` and
+``... normalize REPORT...``.
 
 validate: exit 0 when every report is valid, 1 otherwise, with one line per problem.
 snapshot: preserve each fingerprinted source file under ``results/snapshots/`` and record it in
 the report's ``source_snapshots``, so that editing the file later keeps the report valid;
 ``--from-git`` finds a file already edited in the commit history by its recorded hash.
+normalize: give a report (or script record) made without ``fingerprint.normalized`` the
+normalised hash of every file, computed from the content it measured (its snapshot, the file
+while unchanged, or the commit whose content has the recorded sha256); exit 1 when a file's
+measured content is gone (that file stays compared by its sha256).
 """
 
 from __future__ import annotations
@@ -13,7 +18,13 @@ import json
 import sys
 from pathlib import Path
 
-from learning.report import REPO_ROOT, create_snapshots, validate_file, write_atomic
+from learning.report import (
+    REPO_ROOT,
+    create_snapshots,
+    normalized_from_measured,
+    validate_file,
+    write_atomic,
+)
 
 
 def _validate(paths: list[Path]) -> int:
@@ -47,6 +58,29 @@ def _snapshot(path: Path, from_git: bool = False) -> int:
     return 1 if problems else 0
 
 
+def _normalize(paths: list[Path], repo_root: Path = REPO_ROOT) -> int:
+    status = 0
+    for path in paths:
+        try:
+            report = json.loads(path.read_text())
+            files = report["fingerprint"]["files"]
+            if not isinstance(files, dict):
+                raise TypeError("fingerprint.files is not an object")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"{path}: cannot read a report's fingerprint: {error}", file=sys.stderr)
+            status = 1
+            continue
+        normalized, problems = normalized_from_measured(report, repo_root)
+        for problem in problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        status = 1 if problems else status
+        if report["fingerprint"].get("normalized") != normalized:
+            report["fingerprint"]["normalized"] = normalized
+            write_atomic(report, path)
+        print(f"{path}: {len(normalized)} of {len(files)} files have a normalised hash")
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m learning.report", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,9 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         "--from-git", action="store_true",
         help="take a file changed since the run from the commit whose content has its hash",
     )  # fmt: skip
+    normal = commands.add_parser(
+        "normalize", help="add the normalised hashes, from the content each report measured"
+    )
+    normal.add_argument("reports", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.command == "validate":
         return _validate(args.reports)
+    if args.command == "normalize":
+        return _normalize(args.reports)
     return _snapshot(args.report, args.from_git)
 
 

@@ -12,6 +12,11 @@ Three groups of files, chosen by what the run actually loaded, never by listing 
 Paths are repository-relative (``learning/ops.py``); a file outside the repository (a test's
 throwaway package) keeps its absolute path.
 
+Each file gets two hashes: ``files`` holds the SHA-256 of its bytes, ``normalized`` that of what
+it does (``learning.report.normalize``: a Python file's tokens less comments, docstrings and
+layout), which is what validation compares; a comment or docstring fixed after the run leaves
+the report valid.
+
 Snapshots (``results/snapshots/<hash prefix>-<name>``) preserve the exact source a report
 measured, so a later edit of that file does not invalidate an old timing.
 """
@@ -19,12 +24,13 @@ measured, so a later edit of that file does not invalidate an old timing.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
+
+from learning.report.normalize import normalized_sha256
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "learning" / "schemas" / "report-v2.json"
@@ -111,6 +117,36 @@ def fingerprint(files: Iterable[Path], repo_root: Path = REPO_ROOT) -> dict[str,
     return dict(sorted(table.items()))
 
 
+_NORMALIZED: dict[tuple[str, str], str] = {}  # (sha256, suffix) -> normalised hash
+
+
+def file_hashes(path: Path, name: str | None = None) -> tuple[str, str]:
+    """``(sha256, normalised hash)`` of the file at ``path``, a source called ``name`` (by
+    default the file's own name; only its suffix matters). A content seen before is not
+    normalised again."""
+    content = Path(path).read_bytes()
+    raw = hashlib.sha256(content).hexdigest()
+    name = name or Path(path).name
+    key = (raw, Path(name).suffix)
+    if key not in _NORMALIZED:
+        _NORMALIZED[key] = normalized_sha256(content, name)
+    return raw, _NORMALIZED[key]
+
+
+def fingerprint_record(files: Iterable[Path], repo_root: Path = REPO_ROOT) -> dict:
+    """A report's ``fingerprint``: ``files`` (each file's sha256) and ``normalized`` (each
+    file's normalised hash), keyed and sorted by report path."""
+    raw, normalized = {}, {}
+    for path in files:
+        name = report_path(path, repo_root)
+        raw[name], normalized[name] = file_hashes(path)
+    return {
+        "algorithm": "sha256",
+        "files": dict(sorted(raw.items())),
+        "normalized": dict(sorted(normalized.items())),
+    }
+
+
 def snapshot_name(path: str, digest: str) -> str:
     return f"{SNAPSHOT_DIR}/{digest[:16]}-{Path(path).name}"
 
@@ -133,6 +169,26 @@ def git_blob_with_hash(path: str, digest: str, repo_root: Path = REPO_ROOT) -> b
     return None
 
 
+def measured_source(
+    report: dict, path: str, repo_root: Path = REPO_ROOT, from_git: bool = False
+) -> bytes | None:
+    """The content the run measured as ``path``, proved by its recorded sha256: the report's
+    snapshot, the file itself while it is unchanged, or (with ``from_git``) the first commit
+    in its history with that content. None when none of them has it."""
+    digest = report.get("fingerprint", {}).get("files", {}).get(path)
+    if digest is None:
+        return None
+    snapshot = (report.get("source_snapshots") or {}).get(path)
+    candidates = [repo_root / snapshot] if snapshot else []
+    candidates.append(resolve_report_path(path, repo_root))
+    for candidate in candidates:
+        if candidate.is_file():
+            content = candidate.read_bytes()
+            if hashlib.sha256(content).hexdigest() == digest:
+                return content
+    return git_blob_with_hash(path, digest, repo_root) if from_git else None
+
+
 def create_snapshots(
     report: dict,
     repo_root: Path = REPO_ROOT,
@@ -148,6 +204,7 @@ def create_snapshots(
     """
     recorded: Mapping[str, str] = report.get("fingerprint", {}).get("files", {})
     snapshots = dict(report.get("source_snapshots") or {})
+    live_only = {**report, "source_snapshots": {}}  # a file is copied from itself or git
     problems = []
     for path in paths if paths is not None else recorded:
         digest = recorded.get(path)
@@ -156,20 +213,32 @@ def create_snapshots(
             continue
         if path in snapshots:
             continue
-        live = resolve_report_path(path, repo_root)
+        content = measured_source(live_only, path, repo_root, from_git)
+        if content is None:
+            problems.append(f"{path}: changed since the run; the measured source is gone")
+            continue
         name = snapshot_name(path, digest)
         target = repo_root / name
-        if live.is_file() and sha256_file(live) == digest:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.exists():
-                shutil.copyfile(live, target)
-        else:
-            blob = git_blob_with_hash(path, digest, repo_root) if from_git else None
-            if blob is None:
-                problems.append(f"{path}: changed since the run; the measured source is gone")
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.exists():
-                target.write_bytes(blob)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            target.write_bytes(content)
         snapshots[path] = name
     return dict(sorted(snapshots.items())), problems
+
+
+def normalized_from_measured(
+    report: dict, repo_root: Path = REPO_ROOT
+) -> tuple[dict[str, str], list[str]]:
+    """``fingerprint.normalized`` for a report recorded without it, computed from the content
+    each file had when it was measured (see :func:`measured_source`; the commit history is
+    searched too), never from an edited file. Returns the mapping and one line per file whose
+    measured content is gone (it keeps being compared by its sha256). The report itself is not
+    modified."""
+    normalized, problems = {}, []
+    for path in report["fingerprint"]["files"]:
+        content = measured_source(report, path, repo_root, from_git=True)
+        if content is None:
+            problems.append(f"{path}: the measured source is gone; it keeps its sha256 only")
+        else:
+            normalized[path] = normalized_sha256(content, path)
+    return dict(sorted(normalized.items())), problems

@@ -7,7 +7,8 @@ arguments, and the SHA-256 of every source file it executed, so the same validat
 whether a recorded figure still describes the code in the repository::
 
     {"record": "script-output", "record_version": 1, "script": "scripts/tune_gemm.py",
-     "argv": [...], "recorded_at": "...", "fingerprint": {"algorithm": "sha256", "files": {...}},
+     "argv": [...], "recorded_at": "...",
+     "fingerprint": {"algorithm": "sha256", "files": {...}, "normalized": {...}},
      "source_snapshots": {...}, "fingerprint_note": null, "data": <the script's output>}
 
 ``fingerprint_note`` is for records whose fingerprint was attached after the run (from the
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from learning.report.fingerprint import REPO_ROOT, fingerprint, report_path
+from learning.report.fingerprint import REPO_ROOT, fingerprint_record, report_path
 
 RECORD_KIND = "script-output"
 RECORD_VERSION = 1
@@ -71,7 +72,7 @@ def make_record(
         "script": report_path(Path(script), repo_root),
         "argv": list(sys.argv[1:] if argv is None else argv),
         "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "fingerprint": {"algorithm": "sha256", "files": fingerprint(files, repo_root)},
+        "fingerprint": fingerprint_record(files, repo_root),
         "source_snapshots": {},
         "fingerprint_note": None,
         "data": data,

@@ -3,8 +3,9 @@
 1. :func:`schema_problems`: does it follow the JSON Schema of its version (an unknown
    ``schema_version`` is rejected before anything else)?
 2. :func:`fingerprint_problems`: is every file the run executed still the file that was
-   measured, or preserved as a snapshot with the recorded hash? Files the run did not execute
-   are not looked at.
+   measured, or preserved as a snapshot with the recorded hash? A file is compared by its
+   normalised hash where the report records one (a comment or docstring edited since the run
+   changes nothing), by its sha256 otherwise. Files the run did not execute are not looked at.
 3. :func:`consistency_problems`: do the summary figures follow from the samples: median, min
    and max from ``samples_ms``, GB/s from the logical bytes and the median, TFLOP/s from the
    FLOPs, every ratio from the PyTorch eager median of the same case, and (where a report has
@@ -18,23 +19,46 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from functools import lru_cache
 from pathlib import Path
 
-from learning.report.fingerprint import (
-    REPO_ROOT,
-    SCHEMA_PATH,
-    resolve_report_path,
-    sha256_file,
-)
+from learning.report.fingerprint import REPO_ROOT, SCHEMA_PATH, file_hashes, resolve_report_path
 from learning.report.stats import paired
 
 SCHEMA_VERSION = 2
+# jsonschema registers a checker for every string "format" it finds a library for when it is
+# first imported, and building one of them (rfc3987_syntax's grammar) takes a second. The
+# course's schemas use no "format" (a test sees to it) and validate without a format checker,
+# so these libraries are hidden from that import: they could change no verdict.
+_FORMAT_LIBRARIES = ("fqdn", "idna", "isoduration", "jsonpointer", "rfc3339_validator",
+                     "rfc3986_validator", "rfc3987", "rfc3987_syntax", "uri_template",
+                     "webcolors")  # fmt: skip
+
+
+def _jsonschema():
+    """The ``jsonschema`` module, imported without its format libraries if not yet imported."""
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hidden = [name for name in _FORMAT_LIBRARIES if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # None there: "import name" raises ImportError
+    try:
+        import jsonschema
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+    return jsonschema
 
 
 @lru_cache(maxsize=1)
 def load_schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
+
+
+@lru_cache(maxsize=2)
+def _validator(path: Path):
+    return _jsonschema().Draft202012Validator(json.loads(path.read_text()))
 
 
 def _close(recorded: object, derived: float | None) -> bool:
@@ -51,11 +75,9 @@ def schema_problems(report: object) -> list[str]:
     version = report.get("schema_version")
     if version != SCHEMA_VERSION:
         return [f"unsupported schema_version {version!r}; this validator reads {SCHEMA_VERSION}"]
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(load_schema())
     problems = []
-    for error in sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path)):
+    errors = _validator(SCHEMA_PATH).iter_errors(report)
+    for error in sorted(errors, key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         problems.append(f"schema: {where}: {error.message}")
     return problems
@@ -63,38 +85,63 @@ def schema_problems(report: object) -> list[str]:
 
 def fingerprint_problems(report: dict, repo_root: Path = REPO_ROOT) -> list[str]:
     files = report["fingerprint"]["files"]
+    normalized = report["fingerprint"].get("normalized") or {}
     snapshots = report.get("source_snapshots") or {}
     problems = [
-        f"{path}: has a snapshot but is not in the fingerprint"
-        for path in snapshots
+        f"{path}: has a {what} but is not in the fingerprint"
+        for what, table in (("snapshot", snapshots), ("normalised hash", normalized))
+        for path in table
         if path not in files
     ]
     for path, digest in files.items():
         if path in snapshots:
-            copy = (repo_root / snapshots[path]).resolve()
-            if not copy.is_relative_to((repo_root / "results" / "snapshots").resolve()):
-                problems.append(
-                    f"{path}: its snapshot {snapshots[path]} is outside results/snapshots/"
-                )
-            elif not copy.is_file():
-                problems.append(f"{path}: its snapshot {snapshots[path]} is missing")
-            elif sha256_file(copy) != digest:
-                problems.append(
-                    f"{path}: its snapshot {snapshots[path]} does not hold the measured source "
-                    f"(recorded sha256 {digest[:12]}, snapshot {sha256_file(copy)[:12]})"
-                )
+            problems += _snapshot_problems(path, digest, snapshots[path], normalized, repo_root)
             continue
         live = resolve_report_path(path, repo_root)
         if not live.is_file():
             problems.append(f"{path}: the run executed it, but it is gone and has no snapshot")
             continue
-        now = sha256_file(live)
-        if now != digest:
+        raw, now = file_hashes(live, path)
+        if path not in normalized:
+            if raw != digest:
+                problems.append(
+                    f"{path}: changed since the run (recorded sha256 {digest[:12]}, now "
+                    f"{raw[:12]}) and no snapshot preserves the measured source; re-run, or "
+                    "restore the file"
+                )
+        elif now != normalized[path]:
             problems.append(
-                f"{path}: changed since the run (recorded sha256 {digest[:12]}, now {now[:12]}) "
-                "and no snapshot preserves the measured source; re-run, or restore the file"
+                f"{path}: its recorded normalised hash {normalized[path][:12]} is not that of "
+                f"the measured source ({now[:12]}); the report was altered"
+                if raw == digest
+                else f"{path}: changed since the run in more than comments and docstrings "
+                f"(recorded normalised hash {normalized[path][:12]}, now {now[:12]}) and no "
+                "snapshot preserves the measured source; re-run, or restore the file"
             )
     return problems
+
+
+def _snapshot_problems(
+    path: str, digest: str, snapshot: str, normalized: dict, repo_root: Path
+) -> list[str]:
+    """A snapshot holds exactly the measured bytes (its sha256), whatever the live file is."""
+    copy = (repo_root / snapshot).resolve()
+    if not copy.is_relative_to((repo_root / "results" / "snapshots").resolve()):
+        return [f"{path}: its snapshot {snapshot} is outside results/snapshots/"]
+    if not copy.is_file():
+        return [f"{path}: its snapshot {snapshot} is missing"]
+    raw, now = file_hashes(copy, path)
+    if raw != digest:
+        return [
+            f"{path}: its snapshot {snapshot} does not hold the measured source "
+            f"(recorded sha256 {digest[:12]}, snapshot {raw[:12]})"
+        ]
+    if path in normalized and now != normalized[path]:
+        return [
+            f"{path}: its recorded normalised hash {normalized[path][:12]} is not that of its "
+            f"snapshot {snapshot} ({now[:12]}); the report was altered"
+        ]
+    return []
 
 
 def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_samples) -> list:
@@ -183,19 +230,15 @@ def consistency_problems(report: dict) -> list[str]:
 
 def record_schema_problems(record: dict) -> list[str]:
     """A script record (``learning.report.records``) against its own small schema."""
-    import jsonschema
-
     from learning.report.records import RECORD_SCHEMA_PATH, RECORD_VERSION
 
     if record.get("record_version") != RECORD_VERSION:
         version = record.get("record_version")
         return [f"unsupported record_version {version!r}; this validator reads {RECORD_VERSION}"]
-    schema = json.loads(RECORD_SCHEMA_PATH.read_text())
-    validator = jsonschema.Draft202012Validator(schema)
     return [
         f"schema: {'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: "
         f"{error.message}"
-        for error in validator.iter_errors(record)
+        for error in _validator(RECORD_SCHEMA_PATH).iter_errors(record)
     ]
 
 

@@ -1,13 +1,13 @@
 """Does every recorded output (kernel-bench reports and script records) still describe the code
 in this repository?"""
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from learning import report
+from learning.report.fingerprint import file_hashes
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 RECORDED = sorted(RESULTS.glob("h200/*.json"))
@@ -51,16 +51,28 @@ CURRENT = ("all", "all-cold", "training", "gemm-bf16", "gemm-train", "validate-k
 
 @pytest.mark.parametrize("name", CURRENT)
 def test_the_recorded_sweeps_measured_the_landed_code(name):
-    """Does every file a recorded sweep fingerprints still have the measured content?"""
+    """Does every file a recorded sweep fingerprints still do what the measured one did (its
+    normalised hash: comments, docstrings and layout may have been edited since)?"""
     data = json.loads((RESULTS / "h200" / f"{name}.json").read_text())
-    files = data["fingerprint"]["files"]
+    files, normalized = data["fingerprint"]["files"], data["fingerprint"].get("normalized", {})
     assert files, f"{name}.json fingerprints no file"
-    changed = [
-        path for path, digest in files.items()
-        if hashlib.sha256((RESULTS.parent / path).read_bytes()).hexdigest() != digest
-    ]  # fmt: skip
+    changed = []
+    for path, digest in files.items():
+        raw, now = file_hashes(RESULTS.parent / path, path)
+        if (now != normalized[path]) if path in normalized else (raw != digest):
+            changed.append(path)
     assert not changed, (
         f"results/h200/{name}.json measured other versions of {', '.join(changed)}: re-record "
         "it on the GPU (scripts/h200_evidence.sh final / final-training / final-rows / "
         "final-gemm) after changing them"
     )
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda path: path.name)
+def test_every_recorded_file_has_a_normalised_hash(path):
+    """Is each file compared by what it does, so that fixing a comment or a docstring in it
+    keeps the evidence valid? (A report written without them: `python -m learning.report
+    normalize REPORT` computes them from the content it measured.)"""
+    fingerprint = json.loads(path.read_text())["fingerprint"]
+    missing = sorted(set(fingerprint["files"]) - set(fingerprint.get("normalized", {})))
+    assert not missing, f"{path.name} has no normalised hash of {', '.join(missing)}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -51,16 +52,24 @@ def test_a_fresh_record_validates_and_fails_once_a_fingerprinted_file_changes(fa
 
 
 def test_a_record_of_a_repository_script_fingerprints_what_it_loaded(tmp_path: Path):
-    """Does a record of a course script hold that script and the loaded course modules, and
-    does changing one recorded hash make it invalid?"""
+    """Does a record of a course script hold that script and the loaded course modules, with
+    both hashes of each, and does changing the hash validation compares make it invalid?"""
     output = tmp_path / "record.json"
     write_record(output, script=REPO_ROOT / "scripts" / "cuda_runs.py", data=DATA, argv=[])
     record = json.loads(output.read_text())
     files = record["fingerprint"]["files"]
     assert "scripts/cuda_runs.py" in files and "learning/report/records.py" in files
     assert all(not Path(name).is_absolute() for name in files), files
+    assert set(record["fingerprint"]["normalized"]) == set(files)
     assert validate(record) == []
 
+    altered = copy.deepcopy(record)
+    altered["fingerprint"]["normalized"]["learning/report/records.py"] = "0" * 64
+    problems = validate(altered)
+    assert len(problems) == 1 and problems[0].startswith("learning/report/records.py"), problems
+    assert "the report was altered" in problems[0]
+
+    del record["fingerprint"]["normalized"]  # a record made before normalised hashes existed
     record["fingerprint"]["files"]["learning/report/records.py"] = "0" * 64
     problems = validate(record)
     assert len(problems) == 1 and problems[0].startswith("learning/report/records.py"), problems
