@@ -12,10 +12,10 @@ read as the difference of two complete paths and not from a row of parts:
 
 * ``torch.softmax``; the reference ``softmax`` as it is (its repeat call whole in C:
   ``Replays.repeat``, which tries the last signature's guard first); the C repeat without
-  the guard (the signature looked up on every call); the repeat call as it was one round back
-  (``Replays.run_like`` in Python, the packed launch function); the same with Triton's C
-  launch function instead; and two rounds back (``Replays.find``, ``torch.empty_like``,
-  ``Replay.__call__`` through Triton's C function, rebuilt here);
+  the guard (the signature looked up on every call); the repeat call as it was before the C
+  repeat (``Replays.run_like`` in Python, the packed launch function); the same with Triton's
+  C launch function instead; and as it was before ``run_like`` (``Replays.find``,
+  ``torch.empty_like``, ``Replay.__call__`` through Triton's C function, rebuilt here);
 * the floor for a Python wrapper: ``torch.empty_like`` and the packed launch, no lookup; the
   same with a launch function that keeps the GIL (``torch.empty_like`` releases it too, so a
   call releases it twice where ``torch.softmax`` releases it once); the packed launch with a
@@ -87,12 +87,12 @@ def paths(x: torch.Tensor) -> dict[str, object]:
     finally:
         launch._guard = guard
 
-    def one_round_back():  # the public softmax one round back: run_like in Python
+    def before_c_repeat():  # the public softmax before Replays.repeat: run_like in Python
         if isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled():
             raise AssertionError("x requires grad")
         return python_replays.run_like(x)
 
-    def two_rounds_back():  # softmax_fwd's repeat call before run_like
+    def before_run_like():  # softmax_fwd's repeat call before run_like
         found = softmax._fwd_replays.find(x)
         y = torch.empty_like(x)
         found.launch(stream_of(device), *found.middle, x.data_ptr(), y.data_ptr(), *found.tail)
@@ -117,9 +117,9 @@ def paths(x: torch.Tensor) -> dict[str, object]:
         "torch.softmax": functools.partial(torch.softmax, x, dim=-1),
         "reference softmax (C repeat, guard)": functools.partial(softmax.softmax, x),
         "C repeat, lookup alone (no guard)": functools.partial(unguarded.repeat, x),
-        "one round back (run_like in Python, packed)": one_round_back,
+        "before C repeat: run_like in Python, packed": before_c_repeat,
         "run_like in Python, Triton's C function": functools.partial(tritons_replays.run_like, x),
-        "two rounds back (find, Replay, Triton's C)": two_rounds_back,
+        "before run_like: find, Replay, Triton's C": before_run_like,
         "empty_like + packed launch (floor)": floor,
         "empty_like + packed, GIL kept": floor_gil_kept,
         "find + packed launch, no allocation": no_allocation,
