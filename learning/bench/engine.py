@@ -123,7 +123,6 @@ class Run:
     timer: object = None
     warmer: ClockWarmer | None = None
     persisting_l2: PersistingL2 | None = None  # CUDA only: the L2-residency guard
-    learner_rejected: str | None = None  # why every learner variant fails untimed
     cases: list[CaseState] = field(default_factory=list)
     utilization: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -156,11 +155,8 @@ def plan(run: Run) -> None:
 
 
 def implementations(run: Run) -> None:
-    guard = _start_l2_guard(run)
-    run.implementations = load_implementations(_unique_specs(run.selection), run.config, run.device)
-    if guard is not None:
-        # the learner's modules ran once (a preflight call): did that set L2 aside?
-        _guard_l2_residency(run, None, guard.baseline)
+    _start_l2_guard(run)
+    run.implementations = load_implementations(run.selection, run.config, run.device)
 
 
 def _start_l2_guard(run: Run) -> PersistingL2 | None:
@@ -329,8 +325,8 @@ def _prepare_case(run: Run, case: CaseState) -> None:
             )
         return
     for state in case.variants:
-        if run.learner_rejected and state.variant.kind == "learner":
-            _reject(state, run.learner_rejected)
+        if state.variant.rejected:
+            _reject(state, state.variant.rejected)
             continue
         before = run.persisting_l2.bytes() if run.persisting_l2 else None
         _check(run, case, state, dtype)
@@ -343,24 +339,20 @@ def _prepare_case(run: Run, case: CaseState) -> None:
     case.items = [*case.variants, *([case.flush] if case.flush else [])]
 
 
-def _guard_l2_residency(run: Run, state: VariantState | None, before: int) -> None:
+def _guard_l2_residency(run: Run, state: VariantState, before: int) -> None:
     """A variant that set L2 aside for persisting accesses is rejected, and the set-aside undone:
-    data held there survives the cold flush (and slows every other variant's warm runs).
-    ``state`` None: the learner's modules did it while being imported and tried once, so every
-    learner variant of the run is rejected."""
+    data held there survives the cold flush (and slows every other variant's warm runs). (The
+    learner's own code runs in a process of its own, whose CUDA context ends before timing.)"""
     after = run.persisting_l2.bytes()
     if after is None or after <= before:
         return
     run.persisting_l2.restore(before)
-    reason = (
+    _reject(
+        state,
         f"set aside {after / 2**20:.1f} MiB of L2 for persisting accesses "
         "(CU_LIMIT_PERSISTING_L2_CACHE_SIZE): data kept there survives the cold-cache flush, "
-        "so its figures would not be what they claim; not timed"
+        "so its figures would not be what they claim; not timed",
     )
-    if state is None:
-        run.learner_rejected = reason
-    else:
-        _reject(state, reason)
 
 
 def _reject(state: VariantState, reason: str, record: dict | None = None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import statistics
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from learning import ops
@@ -119,6 +120,7 @@ def _case_record(case: CaseState) -> dict:
                 **figures,
                 "ratio_vs_eager": None,
                 "paired_vs_eager": None,
+                **({"method": state.variant.note} if state.variant.note else {}),
             }
         )
     eager = next(v for v in variants if v["name"] == record["eager_variant"])
@@ -167,8 +169,11 @@ def _timing_note(settings: dict, cold_method: str | None = None) -> str:
 def build_report(run: Run) -> dict:
     if run.utilization.get("before") is not None:
         run.utilization["after"] = idle_utilization(run.device, settle_s=0.5)
-    files = report_format.engine_files() + report_format.implementation_files(
-        run.implementations.modules()
+    files = (
+        report_format.engine_files()
+        + report_format.implementation_files(run.implementations.modules())
+        + run.implementations.learner_files()
+        + _learner_process_files(run)
     )
     now = time.time()
     data = {
@@ -189,6 +194,16 @@ def build_report(run: Run) -> dict:
         "source_snapshots": {},
     }
     return data
+
+
+def _learner_process_files(run: Run) -> list[Path]:
+    """The course's code that ran the learner's function in its own process (it recorded the
+    launches the learner variant replays)."""
+    if run.implementations.learner is None:
+        return []
+    from learning.bench import learner
+
+    return [learner.WORKER_PROGRAM, learner.remote_worker_file()]
 
 
 def _iso(seconds: float) -> str:

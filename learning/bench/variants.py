@@ -12,13 +12,13 @@ Per case, in this order:
 * ``triton``: the reference kernel. A reference module may add named variants of its own (for
   example other row plans) by defining ``benchmark_variants(shape, dtype) -> {name: callable}``
   with the kernel's signature; they appear as ``triton:<name>``.
-* ``learner`` (with ``--impl learner``): the learner's kernel from ``exercises/``.
+* ``learner`` (with ``--impl learner``): the learner's kernels from ``exercises/``, timed by
+  replaying the launches its function made, with no learner Python in this process
+  (``learning.bench.learner``).
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,9 +27,9 @@ from types import ModuleType
 
 import torch
 
-from learning import correctness, ops
+from learning import ops
 from learning.bench.config import COMPILE_MODES, BenchConfig, BenchInputError
-from learning.report.fingerprint import report_path
+from learning.bench.learner import METHOD_NOTE, Learner, prepare_learner
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class VariantSpec:
     # kernels' launches instead (``learning.bench.learner``) and returns the outputs itself.
     call: Callable[[dict], tuple] | None = None
     note: str | None = None  # how this variant is timed, when it is not the usual way
+    rejected: str | None = None  # why it fails before any call (a learner kernel not verified)
 
     def invoke(self, spec: ops.OpSpec, inputs: dict) -> tuple:
         """One call on ``inputs``: the outputs (forward) or the gradients (training)."""
@@ -54,10 +55,13 @@ class Implementations:
     """The kernel modules a run calls, by op name; the fingerprint is taken from these."""
 
     reference: dict[str, ModuleType] = field(default_factory=dict)
-    learner: dict[str, ModuleType] = field(default_factory=dict)
+    learner: Learner | None = None  # the learner's kernels, never imported here
 
     def modules(self) -> list[ModuleType]:
-        return [*self.reference.values(), *self.learner.values()]
+        return list(self.reference.values())
+
+    def learner_files(self) -> list[Path]:
+        return list(self.learner.files) if self.learner else []
 
 
 def _import(package: str, spec: ops.OpSpec, role: str) -> ModuleType:
@@ -75,84 +79,24 @@ def _import(package: str, spec: ops.OpSpec, role: str) -> ModuleType:
     return module
 
 
-def load_implementations(
-    specs: list[ops.OpSpec], config: BenchConfig, device: str
-) -> Implementations:
-    """Import the reference (and learner) module of every op; stop early on unfinished work.
+def load_implementations(selection: list, config: BenchConfig, device: str) -> Implementations:
+    """Import the reference module of every op; record and verify the learner's variants.
 
-    A learner module that does not import, lacks the function, or still raises
-    ``NotImplementedError`` on a tiny input is a request error (one line, exit 2) before any
-    timing. A learner kernel that runs but is wrong is not: it is recorded as failed per case.
+    The learner's package is never imported here (``learning.bench.learner``). A learner
+    module that is missing, does not import, lacks the function, still raises
+    ``NotImplementedError`` or has TODO kernels is a request error (one line, exit 2) before
+    any timing. A learner kernel that runs but cannot be verified is not: it is recorded as
+    failed per case.
     """
     implementations = Implementations()
+    specs = list({spec.name: spec for spec, _, _ in selection}.values())
     for spec in specs:
         implementations.reference[spec.name] = _import(config.reference_package, spec, "reference")
-        if config.impl == "learner":
-            module = _import(config.learner_package, spec, "learner")
-            _preflight(spec, getattr(module, spec.function), device, config.seed, module)
-            implementations.learner[spec.name] = module
-    return implementations
-
-
-def _preflight(spec: ops.OpSpec, fn, device: str, seed: int, module: ModuleType) -> None:
-    """Call the learner's kernel once on a tiny input: is it written at all?
-
-    Unfinished means: it raises ``NotImplementedError`` (a launcher still a TODO), or its
-    module still has Triton kernels whose body is ``pass`` (the exercise's TODOs) and the tiny
-    call does not match the oracle. A finished kernel that is wrong is not stopped here.
-    """
-    file = getattr(module, "__file__", None)
-    where = report_path(Path(file)) if file else module.__name__
-    stubs = stub_kernels(module)
-    unfinished = (
-        f"exercise {spec.exercise} is unfinished ({where} still has TODO kernels: "
-        f"{', '.join(stubs)}); finish it (python -m learning.check {spec.exercise}) "
-        "or run --impl reference"
-    )
-    inputs = spec.inputs(spec.cpu_shapes[0], spec.dtypes[0], seed, device)
-    try:
-        outputs = spec.call(fn, inputs)
-    except NotImplementedError as error:
-        raise BenchInputError(
-            f"exercise {spec.exercise} is unfinished ({where} raises NotImplementedError: "
-            f"{_one_line(error) or 'TODO'}); finish it, or run --impl reference"
-        ) from None
-    except Exception:
-        if stubs:
-            raise BenchInputError(unfinished) from None
-        return  # a written kernel that fails: recorded as failed in each case
-    if stubs:
-        dtype = spec.dtypes[0]
-        verdicts = correctness.compare_all(
-            outputs,
-            spec.expected(inputs),
-            spec.tolerances[dtype],
-            dtype=dtype,
-            labels=correctness.output_labels(spec),
+    if config.impl == "learner":
+        implementations.learner = prepare_learner(
+            selection, config.learner_package, config.seed, device, config.worker_timeout_s
         )
-        if not all(v.passed for v in verdicts):
-            raise BenchInputError(unfinished)
-
-
-def stub_kernels(module: ModuleType) -> list[str]:
-    """Names of the module's Triton kernels whose body is only ``pass`` (and a docstring)."""
-    try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
-        return []
-    stubs = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
-        if not any(word in decorators for word in ("jit", "autotune", "heuristics")):
-            continue
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]  # the docstring
-        if all(isinstance(statement, ast.Pass) for statement in body):
-            stubs.append(node.name)
-    return stubs
+    return implementations
 
 
 def fresh_compiled(fn: Callable, mode: str = "default") -> Callable:
@@ -192,9 +136,20 @@ def case_variants(
     if callable(extra) and not spec.training:
         for name, fn in dict(extra(tuple(shape), dtype)).items():
             variants.append(VariantSpec(f"triton:{name}", "triton", fn))
-    if spec.name in implementations.learner:
-        learner = implementations.learner[spec.name]
-        variants.append(VariantSpec("learner", "learner", getattr(learner, spec.function)))
+    learner = implementations.learner
+    if learner is not None:
+        case = learner.cases.get((spec.name, tuple(shape), ops.dtype_name(dtype)))
+        if case is not None:
+            variants.append(
+                VariantSpec(
+                    "learner",
+                    "learner",
+                    None,
+                    call=case.call,
+                    note=METHOD_NOTE,
+                    rejected=case.reason,
+                )  # fmt: skip
+            )
     return variants
 
 
