@@ -369,6 +369,54 @@ def test_an_allocation_pytorch_filled_before_the_launch_is_a_constant_or_opaque(
         replay(bundle, trace, described, fresh, device="cpu")
 
 
+def test_autotuning_runs_are_not_recorded_and_their_writes_are_not_pytorchs(tmp_path):
+    """Triton times each candidate by launching it (here once): those launches write the
+    output before the chosen one runs, and must leave it an allocation, not opaque."""
+    source = _source("""
+    def _time_once(kernel_call, quantiles):
+        kernel_call()
+        return [1.0, 1.0, 1.0]
+
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 256})],
+                     key=["n"], do_bench=_time_once)
+    @triton.jit
+    def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+    def double(x):
+        y = torch.empty_like(x)
+        _double[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel())
+        return y
+    """)
+    root = _package(tmp_path, {"kernels.py": source})
+    double = _load(root / "kernels.py").double
+    _, trace, described = _record(root, lambda i: (double(**i),), {"x": torch.randn(300)})
+    assert [b["kind"] for b in trace["buffers"]] == ["input", "alloc"]
+    (launch,) = trace["launches"]
+    assert launch["grid"] == [300 // launch["args"]["BLOCK"] + 1, 1, 1]  # the grid resolved
+    fresh = {"x": torch.randn(300)}
+    result = replay(extract_kernels(root, root.name), trace, described, fresh, device="cpu")
+    assert torch.equal(result.outputs[0], fresh["x"] * 2)
+
+
+def test_the_recorder_puts_everything_back_even_when_the_call_raises():
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    before = (torch.empty, torch.zeros_like, JITFunction.run, InterpretedFunction.run,
+              "new_empty" in vars(torch.Tensor))  # fmt: skip
+    with pytest.raises(ZeroDivisionError), TraceRecorder(ROOT):
+        assert torch.empty is not before[0]
+        raise ZeroDivisionError("the call failed")
+    after = (torch.empty, torch.zeros_like, JITFunction.run, InterpretedFunction.run,
+             "new_empty" in vars(torch.Tensor))  # fmt: skip
+    assert after == before
+
+
 # --------------------------------------------------------------------------- extraction
 
 
@@ -508,6 +556,7 @@ _REFUSED = [
     ("value = tl.does_not_exist", "Triton's language has no such name"),
     ("a = b = 1", "a chained assignment"),
     ("value = tl", "the module tl as a value"),
+    ("value = tl.core", "the module tl.core as a value"),
     ("value = undefined_name", "undefined_name is not a parameter"),
     ("x_ptr", "on its own"),
 ]

@@ -851,6 +851,10 @@ class _Checker:
                                       "Triton language")
             elif not _in_language(value):
                 raise self.refuse(node, shown, "that is not part of the Triton language")
+        if isinstance(value, types.ModuleType):
+            shown = ".".join(["tl", *chain])
+            raise self.refuse(node, f"the module {shown} as a value",
+                              f"use its functions ({shown}.<name>), not the module itself")
 
     def value_chain(self, node: ast.AST, chain: list[str]) -> None:
         for attribute in chain:

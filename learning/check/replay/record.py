@@ -20,7 +20,9 @@ an identity:
 
 Every buffer is kept alive until the recorder is garbage-collected, so that no address is
 reused for another buffer while it records. Autotuning runs (the candidates Triton times
-before it picks one) are not recorded: only the launch made with the chosen configuration.
+before it picks one) are not recorded, nor the memory they allocate: only the launch made with
+the chosen configuration. Their kernels write into the call's buffers all the same, so each
+allocation's first use is looked at before the first of them runs.
 """
 
 from __future__ import annotations
@@ -284,6 +286,18 @@ class TraceRecorder:
         self._launches.append(launch)
         return resolved
 
+    def _touch(self, values: tuple) -> None:
+        """An autotuning run, not recorded: its kernels write into the buffers they are handed,
+        so each allocation's first use is looked at now, before they do."""
+        for value in values:
+            if not isinstance(value, torch.Tensor):
+                continue
+            storage = value.untyped_storage()
+            identity = self._storages.get((str(storage.device), storage.data_ptr()))
+            if identity is not None and identity not in self._checked:
+                if self._buffers[identity]["kind"] != "input":
+                    self._first_use(identity)
+
     def _kernel_name(self, function: Any) -> str:
         name = getattr(function, "__name__", "?")
         try:
@@ -313,8 +327,11 @@ class TraceRecorder:
         recorder = self
 
         def run(kernel, *args, grid, warmup, **kwargs):
-            if recorder._active and not warmup and not recorder._benchmarking:
-                grid = recorder._record(kernel, args, grid, kwargs)
+            if recorder._active and not warmup:
+                if recorder._benchmarking:
+                    recorder._touch((*args, *kwargs.values()))
+                else:
+                    grid = recorder._record(kernel, args, grid, kwargs)
             return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
 
         return run
@@ -336,7 +353,12 @@ class TraceRecorder:
 
         def allocate(*args, **kwargs):
             made = original(*args, **kwargs)
-            if recorder._active and kwargs.get("out") is None and isinstance(made, torch.Tensor):
+            if (
+                recorder._active
+                and not recorder._benchmarking  # the autotuner's own scratch memory
+                and kwargs.get("out") is None
+                and isinstance(made, torch.Tensor)
+            ):
                 recorder._allocated(made, how)
             return made
 
