@@ -43,7 +43,7 @@ measured, not used): alone, and with the wrapper's checks, plan and allocation i
 it. The last
 column is the part of each call spent inside the CUDA launch API itself
 (``cudaLaunchKernel``, ``cuLaunchKernel`` and their ``Ex`` forms), timed by the profiler over
-300 further calls. (An earlier round's launcher that cached the compiled binary but still
+300 further calls. (An earlier launcher that cached the compiled binary but still
 called its runner measured no faster than Triton's path, 14.8 against 14.1 us,
 ``wrapper-overhead-launcher.log``: the runner builds launch metadata for hooks on every call.)
 
