@@ -73,13 +73,6 @@ class Learner:
     cases: dict[tuple, LearnerCase] = field(default_factory=dict)  # (op, shape, dtype) ->
 
 
-def remote_worker_file() -> Path:
-    """The checker's worker module, which :mod:`learning.bench.worker` builds on."""
-    from learning.check import remote
-
-    return remote.WORKER_PROGRAM
-
-
 def package_root(package: str) -> Path:
     """Where ``package`` lives, found without importing (and so without running) it."""
     try:

@@ -203,7 +203,7 @@ def _learner_process_files(run: Run) -> list[Path]:
         return []
     from learning.bench import learner
 
-    return [learner.WORKER_PROGRAM, learner.remote_worker_file()]
+    return [learner.WORKER_PROGRAM]
 
 
 def _iso(seconds: float) -> str:

@@ -1,40 +1,95 @@
 """The process where a learner's function runs for kernel-bench, once per case, never timed.
 
-kernel-bench (``learning.bench.learner``) starts it through the checker's process machinery
-(:class:`learning.check.remote.Child`: a program read from a pipe, stdin closed, a session of
-its own, a clean environment, a time limit per request). It is the checker's worker
-(:class:`learning.check.worker.Worker`) with one more request:
+kernel-bench (``learning.bench.learner``) starts it with the checker's process machinery
+(:class:`learning.check.remote.Child`: this file's text read from a pipe, stdin closed, a
+session of its own, a clean environment, a time limit per request) and speaks the checker's
+wire format (:mod:`learning.check.protocol`: framed ``torch.save`` payloads, read back on the
+benchmark's side with ``weights_only=True`` and checked as plain data). Two requests:
 
+* ``import``: import the learner's module M (its error, if it fails to import);
 * ``bench_kernel``: make the op's inputs of one case (shape, dtype, seed, device), call the
   learner's function on them once with every Triton launch recorded
   (:class:`~learning.check.replay.TraceRecorder`) and ``torch.empty``-style allocations
-  poisoned; reply with the trace and where the outputs live (plain data). The outputs
-  themselves stay here: kernel-bench replays the trace on inputs of its own and checks those.
-  The reply also names the package's files loaded here (for the report's fingerprint).
+  poisoned; reply with the trace, where the outputs live, and the package's files loaded here
+  (for the report's fingerprint). The outputs themselves stay here: kernel-bench replays the
+  trace on inputs of its own and checks those.
 
 Nothing this process says is believed: a wrong trace can only fail its replay.
 """
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import sys
 from pathlib import Path
 
-from learning.check.worker import Worker, one_intra_op_thread
 
+class BenchWorker:
+    def __init__(self, requests: int, replies: int):
+        import torch
 
-class BenchWorker(Worker):
-    def _on_bench_kernel(self, request: dict) -> dict:
+        import learning.check.protocol as wire
+        from learning import ops
+        from learning.check.kernel_guards import AllocationTrap
+        from learning.check.replay import TraceRecorder
+
+        self.torch, self.wire, self.ops = torch, wire, ops
+        self.trap, self.recorder = AllocationTrap, TraceRecorder
+        self.requests, self.replies = requests, replies
+        self.repo = Path(wire.__file__).resolve().parents[2]
+
+    def serve(self) -> None:
+        wire = self.wire
+        self._reply({"ready": True, "pid": os.getpid()})
+        while True:
+            try:
+                payload = wire.read_frame(self.requests)
+            except wire.ChannelClosed:
+                return
+            request = self.torch.load(io.BytesIO(payload), weights_only=True)
+            handler = {"import": self._import, "bench_kernel": self._kernel}.get(
+                request.get("kind")
+            )
+            try:
+                reply = handler(request) if handler else {"ok": False, "protocol": "unknown"}
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # the learner's code raised (SystemExit too)
+                reply = {"ok": False, "error": self._error(error, request)}
+            self._reply(reply)
+
+    def _reply(self, reply: dict) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.wire.write_frame(self.replies, self.wire.dumps(reply))
+
+    def _error(self, error: BaseException, request: dict) -> dict:
+        try:
+            return self.wire.describe_error(error, self._root(request), self.repo)
+        except Exception:  # an exception too strange to describe: its type's name will do
+            return {"type": type(error).__name__, "message": "", "bases": ["Exception"]}
+
+    def _root(self, request: dict) -> Path:
+        module = sys.modules.get(str(request.get("package")))
+        where = getattr(module, "__file__", None)
+        return Path(where).resolve().parent if where else self.repo
+
+    def _import(self, request: dict) -> dict:
+        importlib.import_module(request["module"])
+        return {"ok": True}
+
+    def _kernel(self, request: dict) -> dict:
         torch, ops = self.torch, self.ops
         spec = ops.get(request["op"])
-        function = getattr(self._module(request), request["function"], None)
+        function = getattr(importlib.import_module(request["module"]), request["function"], None)
         if not callable(function):
             return {"ok": True, "missing": True}
         dtype = ops.dtype_from_name(request["dtype"])
         device = request["device"]
         inputs = spec.inputs(tuple(request["shape"]), dtype, int(request["seed"]), device)
-        recorder = self.recorder(self._package_root(request.get("package")))
+        recorder = self.recorder(self._root(request))
         for name, value in inputs.items():
             if torch.is_tensor(value):
                 recorder.add_input(name, value)
@@ -46,13 +101,12 @@ class BenchWorker(Worker):
             "ok": True,
             "trace": recorder.trace(),
             "described": recorder.describe_outputs(outputs),
-            "files": self._package_files(request.get("package")),
+            "files": self._package_files(self._root(request)),
         }
 
-    def _package_files(self, package: str | None) -> list[str]:
-        """The package's files loaded in this process, relative to its folder (for the
-        report's fingerprint: a helper module the function used to plan its launches)."""
-        root = self._package_root(package)
+    def _package_files(self, root: Path) -> list[str]:
+        """The package's files loaded in this process, relative to its folder (a helper module
+        the function used to plan its launches is one)."""
         found = set()
         for module in list(sys.modules.values()):
             where = getattr(module, "__file__", None)
@@ -69,7 +123,9 @@ def main(program: int, requests: int, replies: int) -> None:
         pass
     os.dup2(2, 1)  # the learner's prints go to the log, never into the replies
     sys.stdout = sys.stderr
-    one_intra_op_thread()
-    BenchWorker(requests, replies, kernels=True).serve()
+    import torch
+
+    torch.set_num_threads(1)  # as the checker's worker does (pytorch#188792: see there)
+    BenchWorker(requests, replies).serve()
     sys.stderr.flush()
     os._exit(0)  # a thread the learner's code left behind must not hold the process

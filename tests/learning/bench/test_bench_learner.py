@@ -181,7 +181,7 @@ def test_an_honest_learner_is_timed_by_replay_and_its_files_fingerprinted(learne
     files = report.data["fingerprint"]["files"]
     used = sorted(path.split("learner_0/")[1] for path in files if "/learner_0/" in path)
     assert used == ["__init__.py", "kernels/__init__.py", "kernels/softmax.py"]
-    assert "learning/bench/worker.py" in files and "learning/check/worker.py" in files
+    assert "learning/bench/worker.py" in files and "learning/check/replay/play.py" in files
 
 
 def test_a_copy_of_the_reference_is_timed_and_valid(learner_run, tmp_path):
