@@ -8,7 +8,7 @@ So every variant goes through these checks, and a failure is recorded with its r
 (``failed``, never timed as fast):
 
 * **Poisoned allocations.** The checked call runs with ``torch.empty``-style allocations
-  pre-filled with a marked NaN (:class:`learning.check.kernel_guards.AllocationTrap`); in a
+  pre-filled with a marked NaN (:class:`learning.guards.AllocationTrap`); in a
   timed CUDA graph the outputs are filled with :func:`poison` before the replay. An element
   that still holds either mark afterwards was never stored: "output: 12 of 4096 elements never
   stored".
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from learning import correctness, ops
-from learning.check.kernel_guards import AllocationTrap, unwritten_mask
+from learning.guards import AllocationTrap, unwritten_mask
 
 SETTLE_S = 0.05  # how long after a call its outputs are read again
 
