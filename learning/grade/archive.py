@@ -70,8 +70,8 @@ def _members(archive: Path):
             for info in bundle.infolist():
                 if info.is_dir():
                     continue
-                mode = info.external_attr >> 16
-                if mode and not stat_module.S_ISREG(mode):
+                kind = stat_module.S_IFMT(info.external_attr >> 16)
+                if kind not in (0, stat_module.S_IFREG):  # 0: a zip tool that records no type
                     raise ArchiveError(f"member {info.filename!r} is not a regular file")
                 yield info.filename, info.file_size, lambda info=info: bundle.open(info)
         return

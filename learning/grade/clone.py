@@ -4,18 +4,15 @@ A report names files relative to the checkout it was run in (``exercises/kernels
 a genuine learner report can only come from a learner-shaped checkout: the release's
 ``learning/``, ``reference/`` and ``exercises/`` and its manifest, with the learner's own files
 in place. The tests, ``scripts/grade_benchmark.py`` and an instructor trying the grader on a
-made-up class use these functions to produce exactly what a learner would submit;
-:func:`export_release` makes the release itself from a commit, as learners clone it.
+made-up class use these functions to produce exactly what a learner would submit.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,22 +21,6 @@ from learning.report import REPO_ROOT
 RELEASE_PARTS = ("learning", "reference", "exercises", "course_manifest.toml")
 SUBMITTED_PARTS = ("exercises", "journals")
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
-
-
-def export_release(
-    destination: Path, revision: str = "HEAD", repo_root: Path = REPO_ROOT
-) -> Path:
-    """The release's runnable parts as committed at ``revision`` (``git archive``), in
-    ``destination``: what a learner who clones that commit runs, without uncommitted edits."""
-    archive = subprocess.run(
-        ["git", "-C", str(repo_root), "archive", "--format=tar", revision, "--", *RELEASE_PARTS],
-        capture_output=True,
-        check=True,
-    ).stdout
-    destination.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as bundle:
-        bundle.extractall(destination, filter="data")
-    return destination
 
 
 def make_clone(

@@ -18,6 +18,8 @@ engine files in every learner report's fingerprint.
 from __future__ import annotations
 
 import ast
+import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +48,19 @@ _DYNAMIC_ATTRIBUTES = {
 # ... or a module whose purpose is loading code.
 _DYNAMIC_MODULES = {"importlib", "runpy", "imp", "marshal", "zipimport", "pkgutil", "builtins"}
 _READS = {"open", "read_text", "read_bytes", "read", "open_text", "open_binary", "files"}
+_MAYBE_DYNAMIC = re.compile(
+    rb"\b(?:"
+    + b"|".join(
+        re.escape(word.encode())
+        for word in sorted(
+            _DYNAMIC_BUILTINS | _DYNAMIC_ATTRIBUTES | _DYNAMIC_MODULES | {"__builtins__", "getattr"}
+        )
+    )
+    + rb""")\b|\.py[cw]?["']"""  # a word of a loader, or a string ending in .py
+)
+
+
+_DOCUMENTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -156,14 +171,74 @@ def _reads_python_source(call: ast.Call) -> bool:
     )
 
 
-def _parse(root: Path, path: str) -> ast.AST | None:
+@dataclass(frozen=True)
+class _Analysis:
+    imports: tuple[str, ...]  # every module name an import anywhere in the file can load
+    top_level: tuple[str, ...]  # those of top-level import statements only
+    dynamic: tuple[Dynamic, ...]
+
+
+# A class's files are mostly the same helpers: each distinct content is parsed once.
+_ANALYSES: dict[tuple[str, str, str], _Analysis | None] = {}
+
+
+def _analyse(root: Path, module: str, path: str) -> _Analysis | None:
+    """The file's imports and dynamic loads; None when it cannot be parsed."""
     try:
         source = (root / path).read_bytes()
-        if len(source) > MAX_SOURCE_BYTES:
-            return None
-        return ast.parse(source, filename=path)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    except OSError:
         return None
+    key = (hashlib.sha256(source).hexdigest(), module, path)
+    if key not in _ANALYSES:
+        _ANALYSES[key] = _parse_and_analyse(source, module, path)
+    return _ANALYSES[key]
+
+
+def _parse_and_analyse(source: bytes, module: str, path: str) -> _Analysis | None:
+    if len(source) > MAX_SOURCE_BYTES:
+        return None
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    imports = [n for node in _statements(tree.body) if isinstance(node, ast.Import | ast.ImportFrom)
+               for n in _imported(node, module, path)]  # fmt: skip
+    top_level = [n for node in _top_level_imports(tree) for n in _imported(node, module, path)]
+    # A file with none of the words a dynamic load needs (outside its docstrings, which name
+    # them in prose) is not walked expression by expression.
+    suspect = _MAYBE_DYNAMIC.search(_without_docstrings(source, tree))
+    dynamic = _dynamic_uses(tree, path) if suspect else []
+    return _Analysis(tuple(imports), tuple(top_level), tuple(dynamic))
+
+
+def _without_docstrings(source: bytes, tree: ast.Module) -> bytes:
+    """``source`` with each docstring's bytes blanked (AST offsets are UTF-8 byte offsets)."""
+    lines = source.splitlines(keepends=True)
+    owners = [tree, *(n for n in _statements(tree.body) if isinstance(n, _DOCUMENTED))]
+    for owner in owners:
+        body = getattr(owner, "body", None)
+        first = body[0] if body else None
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):  # fmt: skip
+            continue
+        start, end = first.lineno - 1, first.end_lineno - 1
+        for number in range(start, end + 1):
+            line = lines[number]
+            left = first.col_offset if number == start else 0
+            right = first.end_col_offset if number == end else len(line.rstrip(b"\r\n"))
+            lines[number] = line[:left] + b" " * (right - left) + line[right:]
+    return b"".join(lines)
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement, nested ones included (imports are statements: no need to visit the
+    expressions, which are most of a file's nodes)."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
 
 
 def _top_level_imports(tree: ast.Module) -> list[ast.AST]:
@@ -185,15 +260,13 @@ def _closure(root: Path, modules: Iterable[str], package: str, strict: bool) -> 
         if path is None:
             continue  # a name imported from a module, not a module of its own
         result.files.add(path)
-        tree = _parse(root, path)
-        if tree is None:
+        analysis = _analyse(root, module, path)
+        if analysis is None:
             result.unreadable.append(path)
             continue
-        nodes = _top_level_imports(tree) if strict else list(ast.walk(tree))
-        for node in nodes:
-            pending += _imported(node, module, path)
+        pending += analysis.top_level if strict else analysis.imports
         if not strict:
-            result.dynamic += _dynamic_uses(tree, path)
+            result.dynamic += analysis.dynamic
     return result
 
 

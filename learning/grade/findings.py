@@ -31,6 +31,21 @@ FIXES: dict[str, str] = {
     "plausibility": "nothing, if the figures are genuine: the instructor re-runs the command",
     "check": "fix the kernel until `python -m learning.check EXERCISE` passes",
     "no-reports": "run kernel-bench --impl learner and put its JSON report under reports/",
+    "derived": "submit the report kernel-bench wrote: a case's shape, dtype, bytes or FLOPs are "
+    "not what the course's op registry gives",
+    "cases": "submit the report kernel-bench wrote, with every case its settings ask for",
+    "variants": "benchmark your own kernel with kernel-bench --impl learner and submit that "
+    "report unedited",
+    "correctness": "submit the report kernel-bench wrote; its oracle check records were edited",
+    "copied-samples": "submit the timings kernel-bench measured for your own kernel",
+    "learner-untimed": "fix the kernel until it passes (python -m learning.check EXERCISE), "
+    "then run kernel-bench --impl learner again",
+    "dynamic-code": "import your helpers with import statements; exec, eval, importlib and "
+    "reading .py files load code that no report can fingerprint",
+    "retime": "make sure the submitted exercises/ are the files you benchmarked, and submit the "
+    "report kernel-bench wrote for them",
+    "archive": "hand in the archive python -m learning handin wrote, unedited",
+    "grader-error": "nothing to fix on your side if the report is genuine: tell the instructor",
 }
 
 

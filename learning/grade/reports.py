@@ -46,8 +46,9 @@ from learning.grade.findings import Finding
 from learning.grade.hashing import HashCache
 from learning.grade.loading import load_report
 from learning.grade.plausibility import review_flags
+from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
-from learning.report import consistency_problems, fingerprint_problems, schema_problems
+from learning.report import consistency_problems, fingerprint_problems
 
 ENGINE_ENTRY = "learning.bench.__main__"  # what ``kernel-bench`` runs
 ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none
@@ -154,7 +155,7 @@ def validate_report(
     report: object, submission: Submission, release: Release, index: ClassIndex
 ) -> list[Finding]:
     """Every finding about one report of ``submission``; [] when it is fully trusted."""
-    problems = schema_problems(report)
+    problems = report_schema_problems(report)
     if problems:
         return [Finding("schema", problem) for problem in problems]
     assert isinstance(report, dict)

@@ -24,7 +24,7 @@ import pytest
 from learning import ops
 from learning.grade import grade_submissions
 from learning.grade.cli import main as grade_main
-from learning.grade.clone import export_release, make_clone, run_bench, submit
+from learning.grade.clone import make_clone, run_bench, submit
 from learning.report import create_snapshots
 from learning.report.fingerprint import sha256_file
 from learning.report.stats import paired
@@ -56,7 +56,7 @@ BENCH = [
 def genuine(tmp_path_factory) -> dict:
     """A release, a learner's clone of it with a working add kernel, and that clone's report."""
     work = tmp_path_factory.mktemp("tampering")
-    release = export_release(work / "release")  # the committed course, as learners clone it
+    release = make_clone(work / "release")  # the course, as learners clone it
     clone = make_clone(
         work / "alice", release, {LEARNER_KERNEL: release / "reference" / "kernels" / "add.py"}
     )

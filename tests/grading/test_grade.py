@@ -16,7 +16,7 @@ import pytest
 
 from learning.grade import CSV_COLUMNS
 from learning.grade.cli import main
-from learning.grade.clone import export_release, make_clone, run_bench, submit
+from learning.grade.clone import make_clone, run_bench, submit
 
 REPO = Path(__file__).resolve().parents[2]
 MEASUREMENT = "exercises/measurement.py"
@@ -45,7 +45,7 @@ def graded_class(tmp_path_factory) -> dict:
     upside down, no report) once; the tests read the outputs."""
     work = tmp_path_factory.mktemp("class")
     submissions = work / "submissions"
-    release = export_release(work / "release")  # the committed course, as learners clone it
+    release = make_clone(work / "release")  # the course, as learners clone it
     clean = make_clone(
         work / "clean",
         release,
