@@ -1,11 +1,55 @@
 """Shared by every test folder: pytest puts this folder (``tests/``) on ``sys.path`` when it
-loads this file, so a test module can import the helpers here (``warm_python``)."""
+loads this file, so a test module can import the helpers here (``warm_python``).
+
+Markers (``pyproject.toml``), applied here when the tests are collected:
+
+* ``gpu``: the test needs a CUDA device, compiled (not the interpreter); without one it is
+  skipped, saying so. ``gpu(capability=(9, 0))`` asks for that compute capability as well (the
+  Hopper kernels). ``pytest -m gpu`` selects every GPU test, ``-m "not gpu"`` the others.
+* ``slow``: the test takes more than about 10 s on a 2-core CPU. ``make test`` runs them,
+  ``make test-fast`` (``pytest -m "not slow"``) leaves them out.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import pytest
+
+import interpreter_scope  # isort: skip  (imports `learning` first: the backend is chosen)
+
+# Triton's interpreter leaves triton.language.core patched after a device-function call, and
+# the next kernel compiled in this process fails (tests/interpreter_scope.py says how).
+interpreter_scope.install()
+
+
+def _gpu_skip_reason(capability: tuple[int, int] | None) -> str | None:
+    """Why a ``gpu`` test cannot run here, or None when it can."""
+    import torch
+
+    from learning.runtime import interpreting
+
+    if interpreting() or not torch.cuda.is_available():
+        return "needs a CUDA device (this machine runs Triton's interpreter)"
+    if capability is not None and torch.cuda.get_device_capability() != tuple(capability):
+        have = "sm_{}{}".format(*torch.cuda.get_device_capability())
+        return f"needs a GPU of compute capability sm_{capability[0]}{capability[1]}, not {have}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip each ``gpu`` test this machine cannot run, with the reason."""
+    reasons: dict = {}
+    for item in items:
+        marker = item.get_closest_marker("gpu")
+        if marker is None:
+            continue
+        capability = marker.kwargs.get("capability")
+        key = None if capability is None else tuple(capability)
+        if key not in reasons:
+            reasons[key] = _gpu_skip_reason(key)
+        if reasons[key] is not None:
+            item.add_marker(pytest.mark.skip(reason=reasons[key]))
 
 
 def pytest_collection_finish(session):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jupytext
-import nbformat
 import pytest
+
+# the course extra (pip install -e ".[course]"); without it these tests are skipped
+jupytext = pytest.importorskip("jupytext")
+nbformat = pytest.importorskip("nbformat")
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jupytext
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "quote_reports.py"
@@ -26,13 +26,20 @@ sys.modules["quote_reports"] = quote_reports  # dataclasses look their module up
 _spec.loader.exec_module(quote_reports)
 
 
+def _jupytext():
+    """jupytext, of the course extra (pip install -e ".[course]"): the script writes and
+    checks the lessons' notebooks through it; a test that needs it is skipped without it."""
+    return pytest.importorskip("jupytext")
+
+
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *map(str, args)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
 def test_every_lesson_quote_matches_the_recorded_reports():
     """Does `--check` pass on the repository's lessons (no figure left stale)?"""
+    _jupytext()  # the lessons are paired with notebooks
     result = _run("--check")
     assert result.returncode == 0, (
         f"{result.stdout}{result.stderr}\nrun `python scripts/quote_reports.py --write` and "
@@ -147,6 +154,7 @@ def _lesson(tmp_path: Path, text: str = LESSON, report: dict | None = None) -> P
     (tmp_path / "lessons").mkdir(exist_ok=True)
     lesson = tmp_path / "lessons" / "01-a-lesson.md"
     lesson.write_text(text)
+    jupytext = _jupytext()
     jupytext.write(jupytext.read(lesson), lesson.with_suffix(".ipynb"), fmt="ipynb")
     return lesson
 
@@ -156,7 +164,7 @@ def _line(text: str, needle: str) -> int:
 
 
 def _cells(path: Path) -> list[tuple[str, str]]:
-    return [(cell.cell_type, cell.source.strip()) for cell in jupytext.read(path).cells]
+    return [(cell.cell_type, cell.source.strip()) for cell in _jupytext().read(path).cells]
 
 
 def test_write_fills_the_regions_and_syncs_the_notebook(tmp_path):

@@ -20,10 +20,6 @@ from learning.runtime import interpreting
 from reference.kernels import launch
 from reference.kernels import softmax as softmax_module
 
-GPU = pytest.mark.skipif(
-    interpreting() or not torch.cuda.is_available(), reason="needs a CUDA device"
-)
-
 
 def test_the_key_tells_apart_what_triton_compiles_apart():
     """Alignment, dtype and each integer class Triton specializes on change the key."""
@@ -435,7 +431,6 @@ def test_the_interpreter_always_takes_tritons_path():
 
 
 @pytest.mark.gpu
-@GPU
 def test_direct_launches_match_tritons_path_bit_for_bit():
     """Aligned and unaligned inputs, fp16 and fp32: the same bits as ``kernel[grid]``."""
     torch.manual_seed(0)
@@ -462,7 +457,6 @@ def test_direct_launches_match_tritons_path_bit_for_bit():
 
 
 @pytest.mark.gpu
-@GPU
 def test_the_checker_still_counts_every_launch():
     x = torch.randn((64, 256), device="cuda", dtype=torch.float16)
     softmax_module.softmax(x)
@@ -474,7 +468,6 @@ def test_the_checker_still_counts_every_launch():
 
 
 @pytest.mark.gpu
-@GPU
 def test_replays_match_tritons_path_and_step_aside_for_unaligned_inputs():
     """A repeat call replays its launch (same bits); an input of the same signature at an
     address that is not 16-byte aligned goes back through the launcher, and is right too."""
@@ -497,7 +490,6 @@ def test_replays_match_tritons_path_and_step_aside_for_unaligned_inputs():
 
 
 @pytest.mark.gpu
-@GPU
 def test_the_backward_replays_only_what_it_did_not_convert():
     torch.manual_seed(0)
     y = torch.softmax(torch.randn((64, 256), device="cuda"), -1)
@@ -515,7 +507,6 @@ def test_the_backward_replays_only_what_it_did_not_convert():
 
 
 @pytest.mark.gpu
-@GPU
 def test_a_thread_with_no_cuda_context_gets_the_same_result_through_tritons_launcher():
     """The packed launch function launches nothing without a current context (it answers
     False); the replay then takes Triton's C function, which makes the context current."""

@@ -94,20 +94,11 @@ def test_the_interpreter_never_takes_it():
 # --------------------------------------------------------------------------- on a Hopper GPU
 
 
-def _hopper() -> bool:
-    return (torch.cuda.is_available() and DEVICE == "cuda"
-            and torch.cuda.get_device_capability() == (9, 0))  # fmt: skip
-
-
-hopper = pytest.mark.skipif(not _hopper(), reason="needs a compiled Hopper GPU (sm_90)")
-
-
 def _seed(*parts: object) -> int:
     return 70_000 + zlib.crc32("/".join(map(str, parts)).encode()) % 10_000
 
 
-@pytest.mark.gpu
-@hopper
+@pytest.mark.gpu(capability=(9, 0))
 @pytest.mark.parametrize("shape", [(128, 128, 64), (3000, 2000, 1000), (16384, 1024, 1024),
                                    (1, 8, 8), (4096, 4096, 4096)],
                          ids=lambda s: "x".join(map(str, s)))  # fmt: skip
@@ -129,8 +120,7 @@ def test_matches_the_oracle(shape, a_t, b_t, dtype):
     assert all(v.passed for v in verdicts), [v.reason for v in verdicts]
 
 
-@pytest.mark.gpu
-@hopper
+@pytest.mark.gpu(capability=(9, 0))
 def test_no_size_compiles_again():
     """The sizes are read from the descriptors at run time: after the first product, other
     M, N and K compile nothing."""
