@@ -2,12 +2,15 @@
 #   make course   create .venv if missing, then grade the measurement exercise against the
 #                 reference and write a small CPU kernel-bench report under results/local/
 #   make test     create .venv if missing, then lint and run the whole test suite
+#   make test-fast  the same without the tests marked `slow` (each over about 10 s on a 2-core
+#                 CPU: notebooks, the browser, whole checker and script runs), for quick edits;
+#                 GPU tests (marked `gpu`) are skipped on a machine without one, saying so
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: course test lint exercises notebooks clean-venv
+.PHONY: course test test-fast lint exercises notebooks clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +29,10 @@ course: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
