@@ -9,9 +9,9 @@ The order matters, and each phase says why it comes where it does (see :data:`PH
    in a separate process and keep only what its kernels did (``learning.bench.learner``). An
    unfinished exercise stops the run here.
 3. ``idle check``: GPU utilization before any of our work (someone else's load slows figures).
-4. ``prepare``: per case and variant, one call with poisoned allocations, then the float64
-   oracle (computed only after the call returned) and a second look at the outputs a moment
-   later (``learning.bench.gate``); a variant that fails is recorded as failed and never
+4. ``prepare``: per case and variant, a call on poisoned memory, then the float64 oracle
+   (computed only after the call returned) and a second look at the outputs a moment later
+   (``learning.bench.gate``); a variant that fails is recorded as failed and never
    timed. Then JIT, autotuning, warm-up and (graph timing) capture. All cases are prepared
    before any is timed.
 5. ``sample``: visits in a seeded random order; a clock warm-up burst before a visit when
@@ -252,7 +252,8 @@ def recheck(run: Run) -> None:
             gate.refill(case.inputs, fresh)
             del fresh
             try:
-                outputs = gate.trapped(lambda state=state: state.timed.verify(gate.poison))
+                poison = gate.poisoner(case.inputs)
+                outputs = gate.trapped(lambda s=state, p=poison: s.timed.verify(p))
                 check = gate.check_outputs(case.spec, case.inputs, outputs, dtype, run.device)
                 del outputs
             except Exception as error:
@@ -362,10 +363,11 @@ def _reject(state: VariantState, reason: str, record: dict | None = None) -> Non
 
 
 def _check(run: Run, case: CaseState, state: VariantState, dtype: torch.dtype) -> None:
-    """The gate before timing: one call with poisoned allocations, then the checks of
-    ``learning.bench.gate`` on what it returned."""
+    """The gate before timing: a first call whose outputs are poisoned and freed, then the
+    checked call, then the checks of ``learning.bench.gate`` on what it returned."""
     spec, variant = case.spec, state.variant
     try:
+        gate.first_call(lambda: variant.invoke(spec, case.inputs), case.inputs)
         outputs = gate.trapped(lambda: variant.invoke(spec, case.inputs))
         check = gate.check_outputs(spec, case.inputs, outputs, dtype, run.device)
         del outputs
@@ -399,6 +401,8 @@ def _prepare_timing(run: Run, case: CaseState, state: VariantState) -> None:
     try:
         state.timed = run.timer.prepare(invoke, touch)
     except Exception as error:
+        if hasattr(run.timer, "pool"):  # a failed capture can leave its pool recording
+            run.timer.new_case()
         _release_memory(run.device)
         what = "out of memory" if out_of_memory(error) else f"{type(error).__name__}"
         state.status = "skipped"

@@ -7,10 +7,16 @@ in memory and copy it, or do its work only the first time and then return a cach
 So every variant goes through these checks, and a failure is recorded with its reason
 (``failed``, never timed as fast):
 
-* **Poisoned allocations.** The checked call runs with ``torch.empty``-style allocations
-  pre-filled with a marked NaN (:class:`learning.guards.AllocationTrap`); in a
-  timed CUDA graph the outputs are filled with :func:`poison` before the replay. An element
-  that still holds either mark afterwards was never stored: "output: 12 of 4096 elements never
+* **Poisoned memory.** The checked call is the variant's second. The outputs of its first
+  are filled with :func:`poison` and freed, so memory handed out again (PyTorch's CUDA
+  caching allocator gives a freed block back for an allocation of its size) holds the mark
+  instead of a right answer from before; and the checked call itself runs with
+  ``torch.empty``-style allocations pre-filled with a marked NaN
+  (:class:`learning.guards.AllocationTrap`). The first call is left untrapped on purpose:
+  code that keeps a reference to ``torch.empty_like`` the first time it runs (the reference's
+  launcher does) keeps the real one, never the trap's, so the trap cannot leak into a timed
+  call. In a timed CUDA graph the outputs are poisoned before the replay. An element that
+  still holds a mark afterwards was never stored: "output: 12 of 4096 elements never
   stored".
 * **The oracle after the call.** The float64 oracle is computed from the inputs only after
   the call returned, and dropped before the next one: there is nothing to copy during a call.
@@ -54,8 +60,8 @@ def poison(tensor: torch.Tensor) -> None:
 
 
 def never_stored(tensor: torch.Tensor) -> int:
-    """Elements of ``tensor`` that still hold a mark: :func:`poison`'s or the allocation
-    trap's."""
+    """Elements of ``tensor`` that still hold a mark: :func:`poison`'s, or the marked NaN of
+    :mod:`learning.guards` (a replay's poisoned allocations)."""
     if tensor.numel() == 0 or tensor.element_size() not in _BITS:
         return 0
     bits = _bits(tensor)
@@ -80,10 +86,29 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def poisoner(inputs: dict) -> Callable[[torch.Tensor], None]:
+    """:func:`poison`, except on memory that belongs to one of ``inputs`` (an output that is
+    a view of an input must not destroy the input)."""
+    owned = {v.untyped_storage().data_ptr() for v in inputs.values() if torch.is_tensor(v)}
+
+    def apply(tensor: torch.Tensor) -> None:
+        if type(tensor) is torch.Tensor and tensor.untyped_storage().data_ptr() not in owned:
+            poison(tensor)
+
+    return apply
+
+
 def trapped(call: Callable[[], object]) -> object:
     """``call()`` with every Python-level ``torch.empty``-style allocation poisoned."""
     with AllocationTrap():
         return call()
+
+
+def first_call(call: Callable[[], object], inputs: dict) -> None:
+    """One call whose outputs are then poisoned and dropped (see the module docstring)."""
+    apply = poisoner(inputs)
+    for tensor in tensors(call()):
+        apply(tensor)
 
 
 @dataclass(frozen=True)

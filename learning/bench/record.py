@@ -190,7 +190,7 @@ def build_report(run: Run) -> dict:
         "numerics_policy": run.numerics,
         "warnings": run.warnings,
         "cases": [_case_record(case) for case in run.cases],
-        "fingerprint": {"algorithm": "sha256", "files": report_format.fingerprint(files)},
+        "fingerprint": report_format.fingerprint_record(files),
         "source_snapshots": {},
     }
     return data

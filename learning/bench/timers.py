@@ -21,9 +21,10 @@ that a cache keyed on the inputs' version cannot answer a timed call. A graph re
 Python, so a cache there is left out of the graph, which the re-check catches.
 
 Every prepared callable also has ``verify(poison)``: one more call made the way the timed ones
-are (a graph: its outputs from capture filled by ``poison``, one replay, a synchronize) that
-returns the outputs, so the engine can check what the timed work really produces
-(``learning.bench.gate``).
+are, on poisoned memory, that returns the outputs, so the engine can check what the timed work
+really produces (``learning.bench.gate``). A graph: its outputs from capture filled by
+``poison``, one replay, a synchronize. A Python call: a first call whose outputs ``poison``
+fills before they are freed, then the call whose outputs are returned.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ def _with_before(invoke: Invoke, before: Before) -> Invoke:
         return invoke()
 
     return call
+
+
+def _python_verify(call: Invoke) -> Callable[[Poison], object]:
+    def verify(poison: Poison) -> object:
+        for tensor in _outputs(call()):
+            poison(tensor)
+        return call()
+
+    return verify
 
 
 def _graph_verify(graph: torch.cuda.CUDAGraph, kept: list) -> Callable[[Poison], object]:
@@ -239,7 +249,7 @@ class EventsTimer:
                 pairs.append((start, end))
             return lambda: sum(s.elapsed_time(e) for s, e in pairs) / len(pairs)
 
-        return _Timed(call, sample, lambda poison: call())
+        return _Timed(call, sample, _python_verify(call))
 
     def prepare_flush(self) -> None:
         return None
@@ -280,7 +290,7 @@ class CpuTimer:
             value = total * 1e3 / iterations
             return lambda: value
 
-        return _Timed(call, sample, lambda poison: call())
+        return _Timed(call, sample, _python_verify(call))
 
     def prepare_flush(self) -> None:
         return None

@@ -9,8 +9,10 @@ NotImplementedError), ``todo`` (a Triton kernel whose body is still ``pass``), `
 torch.OutOfMemoryError), ``broken`` (does not import), and cheats the gate must catch:
 ``unwritten`` (returns ``torch.empty_like``), ``thread`` (a thread writes the answer after the
 call returned), ``cache_ptr`` / ``cache_version`` (the answer cached by the input's address, or
-address and version), ``gc_oracle`` (copies the float64 oracle if it can find it),
-``tamper`` (replaces ``learning.ops.torch`` and a timer method when imported).
+address and version), ``after_two`` (honest for two calls, then the second answer again),
+``version_log`` (honest, and notes the input's version at each call), ``gc_oracle`` (copies
+the float64 oracle if it can find it), ``tamper`` (replaces ``learning.ops.torch`` and a timer
+method when imported).
 """
 
 from __future__ import annotations
@@ -81,6 +83,12 @@ def softmax(x):
         if key not in CACHE:
             CACHE[key] = _rows.softmax_rows(x)
         return CACHE[key]
+    if MODE == "after_two":  # honest for two calls, then the second answer again
+        if CALLS[0] <= 2:
+            CACHE["last"] = _rows.softmax_rows(x)
+        return CACHE["last"]
+    if MODE == "version_log":  # honest; notes the version of the input each call saw
+        CACHE[(x.data_ptr(), x._version)] = CALLS[0]
     if MODE == "gc_oracle":  # the float64 oracle, if it is anywhere in memory
         for value in gc.get_objects():
             if (

@@ -51,11 +51,27 @@ def test_correct_outputs_pass_and_poisoned_ones_are_never_stored():
     assert check.reason.startswith("output: 16 of 64 elements never stored"), check.reason
 
 
+def test_an_answer_kept_from_the_first_call_is_poisoned_for_the_checked_call():
+    """What an unwritten or cached output would otherwise hold: a right answer from before."""
+    spec, inputs, right = _softmax_case()
+    kept = [right[0].clone()]
+    gate.first_call(lambda: (kept[0],), inputs)
+    check = gate.check_outputs(spec, inputs, (kept[0],), torch.float32, "cpu", settle_s=0)
+    assert not check.passed and "64 of 64 elements never stored" in check.reason, check.reason
+
+
 def test_the_allocation_trap_marks_what_a_call_left_unwritten():
     spec, inputs, _ = _softmax_case()
     outputs = (gate.trapped(lambda: torch.empty_like(inputs["x"])),)
     check = gate.check_outputs(spec, inputs, outputs, torch.float32, "cpu", settle_s=0)
     assert not check.passed and "64 of 64 elements never stored" in check.reason
+
+
+def test_a_first_call_never_poisons_an_input():
+    spec, inputs, _ = _softmax_case()
+    before = inputs["x"].clone()
+    gate.first_call(lambda: (inputs["x"][1:],), inputs)  # an output that is a view of x
+    assert torch.equal(inputs["x"], before)
 
 
 def test_an_output_that_changes_after_the_call_returned_fails_the_settle_check():
@@ -92,22 +108,32 @@ def test_the_float64_oracle_does_not_exist_while_a_variant_runs(make_impl, small
     assert "failed the float64 oracle" in reason, reason
 
 
-def test_a_cache_keyed_on_the_input_address_fails_the_recheck_after_timing(make_impl, small_config):
-    report = run(small_config(reference_package=make_impl("cache_ptr")))
-    reason = _failed(report)
-    assert reason.startswith("re-checked after timing"), reason
-    assert "failed the float64 oracle" in reason
+@pytest.mark.parametrize("mode", ["cache_ptr", "cache_version"])
+def test_a_cache_is_caught_before_timing(mode, make_impl, small_config):
+    """The checked call is a second call: a cached answer is the first one's, poisoned."""
+    report = run(small_config(reference_package=make_impl(mode)))
+    assert "32 of 32 elements never stored" in _failed(report)
     assert _variants(report)["torch"]["status"] == "timed"
 
 
-def test_a_cache_keyed_on_address_and_version_misses_every_timed_call(make_impl, small_config):
-    """Each timed call sees a new version of its inputs, so the cache never answers one."""
-    package = make_impl("cache_version")
+def test_work_that_stops_after_the_checked_call_fails_the_recheck(make_impl, small_config):
+    report = run(small_config(reference_package=make_impl("after_two")))
+    reason = _failed(report)
+    assert reason.startswith("re-checked after timing"), reason
+    assert "never stored" in reason
+    assert _variants(report)["torch"]["status"] == "timed"
+
+
+def test_every_timed_call_sees_a_new_version_of_its_inputs(make_impl, small_config):
+    """So a cache keyed on the inputs' version never answers one."""
+    package = make_impl("version_log")
     report = run(small_config(reference_package=package))
     assert _variants(report)["triton"]["status"] == "timed"
     module = __import__(f"{package}.kernels.softmax", fromlist=["CACHE"])
-    # gate, warm-up, 2 untimed visits, 4 samples, recheck: a distinct key each time
-    assert len(module.CACHE) == module.CALLS[0] == 9
+    # the first and the checked call, a warm-up, 2 visits of (1 untimed + 2 samples), and the
+    # re-check's two: every call after the checked one saw a version of its own
+    assert module.CALLS[0] == 11
+    assert len(module.CACHE) == 10, "two timed calls saw the same version of the inputs"
 
 
 def test_the_recheck_refills_the_very_tensors_that_were_timed(make_impl, small_config, monkeypatch):
