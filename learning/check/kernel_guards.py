@@ -1,28 +1,25 @@
-"""Tripwires around one call of a learner's kernel: guarded memory, launch counting, tampering.
-
-The kernel checker (``learning.check.kernels``) wraps every call in these:
+"""Guarded memory around one call of a kernel, and a launch counter.
 
 * :class:`AllocationTrap` turns each ``torch.empty``-style allocation the implementation makes
   into a view inside a larger buffer. The view is pre-filled with a NaN of a recognisable bit
-  pattern (:data:`UNWRITTEN`), so a value the kernel never stored stays recognisable; the
-  regions before and after hold a sentinel byte, so a store past either end shows up.
+  pattern (``_UNWRITTEN_BITS``), so a value the kernel never stored stays recognisable; the
+  regions before and after hold a sentinel byte (:data:`GUARD_BYTE`), so a store past either
+  end shows up.
 * :func:`place_inputs` puts the inputs inside buffers whose guard regions hold NaN: an
   unmasked load past the end of a row reads NaN and poisons the result.
-* :class:`LaunchCounter` counts Triton kernel launches (interpreted or compiled), so a result
-  that came from PyTorch alone is caught.
-* :class:`AttributeWatch` snapshots timers, the checker and the registry, and puts back
-  anything the implementation replaced.
+* :class:`LaunchCounter` counts Triton kernel launches (interpreted or compiled).
 
-Triton's interpreter uses real pointers and does not bounds-check, which is why the guards
-are large enough for a whole block past the end; the checker runs in a subprocess, so a store
-beyond even that crashes the worker, never the checker.
+The kernel checker's worker poisons the learner's allocations with :class:`AllocationTrap`, so
+that an output returned unwritten is recognisable in what comes back; what decides a check is
+the replay of the recorded launches (:mod:`learning.check.replay`), which lays out its own
+buffers the same way. kernel-bench's gate uses the trap too. Triton's interpreter uses real
+pointers and does not bounds-check, which is why the guards are large enough for a whole block
+past the end; a store beyond even that crashes the process it runs in, never the checker.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import torch
@@ -134,103 +131,3 @@ class LaunchCounter:
             return original(self, *args, **kwargs)
 
         return run
-
-
-# --------------------------------------------------------------------------- tampering
-
-# What an implementation has no business replacing: timers, the checker and its policy, the
-# registry, and the torch functions the oracle and the comparison are built from.
-_WATCHED = (
-    "time",
-    "gc",
-    "torch",
-    "torch.cuda",
-    "torch.autograd",
-    "torch.testing",
-    "torch.nn.functional",
-    "triton",
-    "triton.testing",
-    "learning.runtime",
-    "learning.correctness",
-    "learning.ops",
-    "learning.check.model",
-    "learning.check.kernels",
-    "learning.check.kernel_hints",
-    "learning.check.kernel_guards",
-)
-
-
-def _watched_owners() -> list[tuple[str, Any]]:
-    owners: list[tuple[str, Any]] = []
-    for name in _WATCHED:
-        try:
-            owners.append((name, importlib.import_module(name)))
-        except ImportError:
-            continue
-    owners += [
-        ("torch.Tensor", torch.Tensor),
-        ("torch.Tensor", torch._C.TensorBase),
-        ("torch.cuda.Event", torch.cuda.Event),
-        ("torch.autograd.Function", torch.autograd.Function),
-        ("triton.runtime.jit.JITFunction", JITFunction),
-        ("triton.runtime.interpreter.InterpretedFunction", InterpretedFunction),
-    ]
-    from learning import ops
-
-    for spec in ops.OPS.values():
-        owners.append((f"learning.ops.OPS[{spec.name!r}]", spec))
-        for dtype, tolerance in spec.tolerances.items():
-            owners.append((f"learning.ops.OPS[{spec.name!r}].tolerances[{dtype}]", tolerance))
-    return owners
-
-
-def _attributes(owner: Any) -> dict[str, Any]:
-    """Public attributes; of a module only the callables (its data may change legitimately,
-    e.g. ``torch.cuda.default_generators`` when CUDA initialises)."""
-    is_module = isinstance(owner, ModuleType)
-    return {
-        k: v
-        for k, v in vars(owner).items()
-        if not k.startswith("_") and (callable(v) or not is_module)
-    }
-
-
-class AttributeWatch:
-    """Snapshot of what an implementation must not replace; :meth:`check_and_restore`
-    names every replaced attribute and puts the original back."""
-
-    def __init__(self) -> None:
-        self._owners = _watched_owners()
-        self._snapshot = [(label, owner, _attributes(owner)) for label, owner in self._owners]
-        self._tolerances = {
-            name: dict(spec.tolerances) for name, spec in _spec_table().items()
-        }
-
-    def check_and_restore(self) -> list[str]:
-        modified: list[str] = []
-        for label, owner, before in self._snapshot:
-            after = vars(owner)
-            for name, value in before.items():
-                if after.get(name, _MISSING) is not value:
-                    modified.append(f"{label}.{name}")
-                    _force_setattr(owner, name, value)
-        for name, spec in _spec_table().items():
-            if dict(spec.tolerances) != self._tolerances[name]:
-                modified.append(f"learning.ops.OPS[{name!r}].tolerances")
-        return modified
-
-
-_MISSING = object()
-
-
-def _spec_table():
-    from learning import ops
-
-    return ops.OPS
-
-
-def _force_setattr(owner: Any, name: str, value: Any) -> None:
-    try:
-        setattr(owner, name, value)
-    except (AttributeError, TypeError):  # frozen dataclasses
-        object.__setattr__(owner, name, value)

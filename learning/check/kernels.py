@@ -1,55 +1,82 @@
 """Grades a kernel exercise (``add``, ``reductions``, ``softmax`` ... ``matmul_train``).
 
-For every op that ``ops.exercises()[exercise]`` lists, the learner's function runs through
-Triton (interpreted on a CPU, compiled on a GPU) on the registry's ``cpu_shapes`` in every
-dtype, each case with fresh random inputs whose seed is printed. One case is three calls:
+The learner's code runs only in the worker process; this module, in the checker's process,
+makes every input, computes every expected value and decides every check, from evidence the
+worker cannot forge. For each op that ``ops.exercises()[exercise]`` lists, it plans *cases*
+(an input shape, dtype and layout): the registry's ``cpu_shapes`` in every dtype, the op's
+classic traps (softmax on inputs x100, RMSNorm with a visible eps, rows wider than the RMSNorm
+backward holds), and shapes drawn from the run's seed: more than 64 rows, fp32 rows wider than
+4096, widths of 1 and primes, GEMM sizes of every kind, rows whose stride is larger than their
+width. Every call gets fresh tensors inside NaN guards; some repeat an earlier call's values in
+new tensors, some pass an earlier call's tensors again, some refill them in place with new
+values (with and without a new version number). The calls of all cases and ops run in one
+shuffled order, many of them, so a kernel that counts its calls, caches by pointer, shape or
+version, or knows the registry's shapes has nothing to hold on to.
 
-1. inputs inside NaN-guarded buffers; every ``torch.empty*`` the code makes is a guarded view
-   pre-filled with a marked NaN (``kernel_guards``). After the call: no store outside any
-   allocation, inputs unchanged, at least one Triton launch; the float64 oracle is computed
-   only now (nothing for the code to find), then ``correctness.compare_all`` decides.
-2. the same values in new tensors: the result must be right again, bit for bit the same, and
-   a different tensor from call 1's.
-3. call 1's input tensors refilled with new values: a result cached by pointer or shape is
-   stale here.
+For each call the worker returns the outputs, and the trace of the Triton launches it made
+(:class:`~learning.check.replay.TraceRecorder`). A call passes only when:
 
-(Training ops, a forward and a backward each, make calls 2 and 3 in their first dtype only.)
+(a) the outputs match the float64 oracle for the inputs it was given
+    (``correctness.compare_all``; the oracle is computed here, after the reply);
+(b) the trace, replayed in a separate process with only the learner's own ``@triton.jit``
+    functions (extracted from their files, never imported) on HIDDEN inputs, new values drawn
+    from the run's seed after the call returned, matches the oracle for those inputs;
+(c) for a case's first call, the replay on the given inputs is bit for bit what the function
+    returned ("your function returns what your kernels stored");
+(d) the replays store nothing outside any buffer, leave no output element unwritten and do
+    not change the inputs.
 
-Each op gets one graded check per shape, special checks where an op has a classic trap
-(softmax on inputs x100, RMSNorm with a visible eps), and four property checks (a Triton
-kernel ran; inputs unchanged; a fresh output each call; deterministic and settled when the call
-returns). A failure message reads: the input (op, shape, dtype, seed), expected vs got at the
-worst element, then hints from ``kernel_hints``. The exercise is worth what the course manifest
-says (:func:`points_for`): 60% for the shape and special checks, 40% for the properties.
+A result that passes (a) but fails (b), (c) or (d)'s unwritten outputs did not come from the
+learner's kernels: the exercise then earns nothing, with the reason. Failure messages say the
+input (op, shape, dtype, seed), expected against got at the worst element, and hints from
+``kernel_hints`` (run here, on the returned tensors). What the worker reports about itself (an
+output it reused, an output that changed after the call returned, a store past an allocation)
+is shown as a hint and in checks of no points, never as evidence.
+
+Each op's points (:func:`points_for` splits the manifest's) go 60% to its input checks and 40%
+to three properties decided by the replays: it runs its own Triton kernels, leaves its inputs
+unchanged, and is deterministic.
 """
 
 from __future__ import annotations
 
-import importlib
-import time
-import traceback
+import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from learning import correctness, ops, runtime
-from learning.check import kernel_hints
-from learning.check.kernel_guards import (
-    AllocationTrap,
-    AttributeWatch,
-    GuardedInput,
-    LaunchCounter,
-    place_inputs,
-)
+from learning.check import kernel_hints, protocol
+from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
-from learning.check.seeds import SEED_VARIABLE, run_seed
+from learning.check.remote import (
+    CallTimedOut,
+    ProcessDied,
+    RemoteModule,
+    Session,
+    derive_seed,
+    log_lines,
+)
+from learning.check.replaying import ReplayService, copied_inputs, kernel_sources
+from learning.check.seeds import SEED_VARIABLE
 
+RECORDS_KERNELS = True  # the runner starts this exercise's worker ready to record launches
 POINTS = 10.0  # an exercise's worth when the course manifest does not say
-_CORRECTNESS_SHARE = 0.6  # of an op's points: the shapes and special checks; the rest: properties
-_SETTLE_S = 0.02  # how long an output must stay unchanged after the call returned
-_REPO = Path(__file__).resolve().parents[2]
+_CORRECTNESS_SHARE = 0.6  # of an op's points: the input checks; the rest: the properties
+_SETTLE_S = 0.02  # how long after the call the worker reads the outputs again
+_CALL_LIMIT_S = {"cpu": 30.0, "cuda": 120.0}  # one call (a first call on a GPU compiles)
+_IMPORT_LIMIT_S = 60.0
+_PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
+_FILLERS = {False: 26, True: 10}  # extra small calls per op: forward, training
+_FIRST = 4  # the costliest calls go first, so that their replays overlap the other calls
+# A one-value row's RMSNorm gradient is eps-sized (h / |h| does not move with h): no fp32
+# kernel meets a tolerance relative to it. Wider rows than 1 are well conditioned.
+_MIN_WIDTH = {"rmsnorm_train": 2}
+
+
+# --------------------------------------------------------------------------- what is checked
 
 
 @dataclass(frozen=True)
@@ -61,6 +88,8 @@ class _Special:
     dtypes: tuple[torch.dtype, ...]
     transform: Callable[[dict], dict]
     shape: tuple[int, ...] | None = None  # None: the op's irregular CPU shape
+    scale: float = 1.0  # what the inputs were multiplied by (for the hints)
+    bitwise: bool = True  # (c) too; the wide rows take 6 s a replay in the interpreter
 
 
 def _scaled_x(factor: float) -> Callable[[dict], dict]:
@@ -68,13 +97,13 @@ def _scaled_x(factor: float) -> Callable[[dict], dict]:
 
 
 _LARGE = _Special("large inputs (x100)", "x scaled by 100", (torch.float32, torch.float16),
-                  _scaled_x(100.0))
+                  _scaled_x(100.0), scale=100.0)  # fmt: skip
 _EPS = _Special("eps = 0.5 (the argument)", "eps = 0.5", (torch.float32,),
                 lambda values: {**values, "eps": 0.5})
 # Rows wider than the backward holds whole (16384 values) take its split kernels, which no
 # CPU shape reaches: three rows 16400 wide do (lesson 13).
 _WIDE_ROWS = _Special("wide rows (3 x 16400)", "rows too wide to hold: the split backward",
-                      (torch.float32,), lambda values: values, shape=(3, 16400))
+                      (torch.float32,), lambda values: values, shape=(3, 16400), bitwise=False)
 _SPECIALS: dict[str, tuple[_Special, ...]] = {
     # Not softmax_train: on x100 inputs the gradients nearly cancel and no fp32 kernel meets a
     # tolerance relative to their tiny magnitude; the forward's overflow is graded in softmax.
@@ -82,6 +111,33 @@ _SPECIALS: dict[str, tuple[_Special, ...]] = {
     "rmsnorm": (_EPS,),
     "rmsnorm_train": (_EPS, _WIDE_ROWS),
 }
+# The inputs whose rows may lie further apart than their width (the reference's spec: "the
+# last dimension contiguous, any row stride"); add takes contiguous tensors only.
+_STRIDED: dict[str, tuple[str, ...]] = {
+    "sum": ("x",), "max": ("x",), "softmax": ("x",), "softmax_train": ("x",),
+    "rmsnorm": ("x", "residual"), "rmsnorm_train": ("x", "residual"),
+    "matmul": ("a", "b"), "matmul_train": ("a", "b"),
+}  # fmt: skip
+
+_PROPERTIES = {
+    "own": "runs your own Triton kernels",
+    "inputs": "leaves its inputs unchanged",
+    "stable": "is deterministic",
+}
+_REPORTS = {
+    "fresh": "returns a fresh output each call (as its process reports; no points)",
+    "settled": "is done when it returns (as its process reports; no points)",
+}
+_NOT_YOURS = (
+    "replaying only your kernels' launches on new inputs gave a different result: part of the "
+    "result came from PyTorch, from a cache, or from state outside your kernels. Compute the "
+    "whole result with your @triton.jit kernels, on every call, from the inputs given"
+)
+_NOT_STORED = (
+    "your function returned something other than what your kernels stored: replaying its "
+    "launches on these same inputs stored different values. Return the tensor your kernel "
+    "wrote, as it is"
+)
 _UNSETTLED = (
     "the output changed after the call returned: work went on in the background (a thread, "
     "an unsynchronised stream). Return only when the result is complete"
@@ -91,53 +147,13 @@ _BFLOAT16_IN_THE_INTERPRETER = (
     "bfloat16 arithmetic (and tl.dot) wrongly: convert right after loading, "
     "x.to(tl.float32), and compute in float32"
 )
-_PROPERTIES = {
-    "triton": "runs a Triton kernel",
-    "inputs": "leaves its inputs unchanged",
-    "fresh": "returns a fresh output each call",
-    "stable": "is deterministic and done when it returns",
+_HOW = {
+    "again": "a repeat call: the same values as an earlier call, in new tensors",
+    "same": "a repeat call: an earlier call's tensors again, unchanged",
+    "refill": "an earlier call's tensors, refilled in place with new values",
+    "refill_quiet": "an earlier call's tensors, refilled in place with new values "
+    "(their version counter unchanged)",
 }
-
-
-def run(exercise: str, impl: str = "exercises") -> list[CheckResult]:
-    """Grade ``exercise`` against the implementation package ``impl``."""
-    table = ops.exercises()
-    if exercise not in table:
-        raise ValueError(f"unknown kernel exercise {exercise!r}; choose one of {', '.join(table)}")
-    ops.numerics_policy()
-    if runtime.default_device() == "cuda":
-        torch.cuda.init()  # before the snapshot: initialising CUDA sets module attributes
-    watch = AttributeWatch()
-    seeds = _Seeds()
-    graders = [_SpecGrader(spec, impl, seeds, watch) for spec in table[exercise]]
-    results: list[CheckResult] = []
-    # Points are handed out in half points, so that every share is exact and they add up.
-    op_units = _share(round(2 * points_for(exercise)), len(graders))
-    for grader, units in zip(graders, op_units, strict=True):
-        checks, properties = grader.grade()
-        correctness_units = round(_CORRECTNESS_SHARE * units)
-        shares = _share(correctness_units, len(checks))
-        shares += _share(units - correctness_units, len(properties))
-        for (name, passed, message), share in zip(checks + properties, shares, strict=True):
-            results.append(CheckResult(name, passed, share / 2, message))
-    tampered = sorted({name for grader in graders for name in grader.tampered})
-    not_own = next((g.faults["triton"] for g in graders if "triton" in g.faults), None)
-    if not_own and not tampered:
-        # A PyTorch fallback or someone else's kernel earns nothing, not just one property.
-        verdict = f"not graded: the result did not come from your own Triton kernel.\n{not_own}"
-        results = [
-            CheckResult(r.name, False, r.max_points, f"{verdict}\n{r.message}".rstrip())
-            if not r.passed
-            else CheckResult(r.name, False, r.max_points, verdict)
-            for r in results
-        ]
-    if tampered:
-        verdict = (
-            f"not graded: the implementation modified {', '.join(tampered)} (put back by the "
-            "checker). A kernel must leave timers, the checker and the registry alone"
-        )
-        results = [CheckResult(r.name, False, r.max_points, verdict) for r in results]
-    return results
 
 
 def points_for(exercise: str) -> float:
@@ -150,310 +166,504 @@ def points_for(exercise: str) -> float:
         return POINTS
 
 
-# --------------------------------------------------------------------------- one op
+def run(
+    exercise: str, impl: str = "exercises", session: Session | None = None
+) -> list[CheckResult]:
+    """Grade ``exercise`` against the implementation package ``impl``, through ``session``'s
+    worker (a session of its own when None)."""
+    table = ops.exercises()
+    if exercise not in table:
+        raise ValueError(f"unknown kernel exercise {exercise!r}; choose one of {', '.join(table)}")
+    if session is None:
+        with Session(exercise, impl, kernels=True) as own:
+            return run(exercise, impl, own)
+    ops.numerics_policy()
+    return _Exercise(exercise, impl, session, table[exercise]).grade()
 
 
-_Check = tuple[str, bool, str]  # name, passed, message
+# --------------------------------------------------------------------------- the plan
 
 
-@dataclass
+@dataclass(eq=False)
+class _Case:
+    """One input family of a named check: shape, dtype, layout; its calls run in the plan."""
+
+    spec: ops.OpSpec
+    check: str  # the CheckResult it counts towards
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    index: int  # numbers its seeds
+    pads: dict[str, int] = field(default_factory=dict)  # input -> row stride minus width
+    special: _Special | None = None
+    calls: list[_Call] = field(default_factory=list)
+    failure: str | None = None
+    worst: float = 0.0  # the largest share of the tolerance a passing call used
+
+    def fail(self, message: str) -> None:
+        if self.failure is None:
+            self.failure = message
+
+
+@dataclass(eq=False)
 class _Call:
-    outputs: tuple
-    at_return: tuple  # copies of the plain-tensor outputs taken as the call returned
-    guarded: list[GuardedInput]
-    trap: AllocationTrap
-    launches: list[str]
+    case: _Case
+    number: int  # within the case, from 1
+    how: str  # first, again, same, refill, refill_quiet
+    source: _Call | None = None  # the earlier call whose values or tensors it reuses
+    after: tuple[_Call, ...] = ()  # calls that must run first
+    bitwise: bool = True  # replayed on its own inputs too, and compared bit for bit (c)
+    keep: bool = False  # a later call reuses this one's tensors
+    release: bool = False  # the last call that reuses its source's tensors
+    id: int = 0
+    values: dict | None = None
+    seed: int = 0
+    outputs: tuple | None = None
+    generation: int = 0  # which worker process ran it
+    ran: bool = False
+    hidden: dict | None = None
+    hidden_replay: object = None  # Future[Replayed]
+    given_replay: object = None
+    expected: tuple | None = None
 
 
-class _Failure(Exception):
-    """A case failed; ``message`` is what the learner reads."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+def _primes(low: int, high: int) -> list[int]:
+    candidates = range(max(low, 2), high + 1)
+    return [n for n in candidates if all(n % d for d in range(2, int(n**0.5) + 1))]
 
 
-class _SpecGrader:
-    def __init__(self, spec: ops.OpSpec, impl: str, seeds: _Seeds, watch: AttributeWatch):
-        self.spec, self.impl, self.seeds, self.watch = spec, impl, seeds, watch
-        self.device = runtime.default_device()
+def _width(rng: random.Random, high: int, low: int = 1) -> int:
+    """A row width: ``low`` (1: a single column), a prime, a non-power of two or any, up to
+    ``high``."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return low
+    if kind == 1:
+        return rng.choice(_primes(max(low, 2), high))
+    value = rng.randint(max(low, 2), high)
+    return value + 1 if kind == 2 and value & (value - 1) == 0 else value
+
+
+def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
+    cases: list[_Case] = []
+    strided = _STRIDED.get(spec.name, ())
+    low = _MIN_WIDTH.get(spec.name, 1)
+
+    def case(check: str, shape, dtype, pads=None, special=None) -> _Case:
+        made = _Case(spec, f"{spec.name} {check}", tuple(shape), dtype, len(cases),
+                     dict(pads or {}), special)  # fmt: skip
+        made.calls.append(_Call(made, 1, "first"))
+        cases.append(made)
+        return made
+
+    def pads() -> dict[str, int]:
+        return {name: rng.randint(1, 48) for name in strided}
+
+    for shape in spec.cpu_shapes:
+        for dtype in spec.dtypes:
+            made = case(spec.shape_label(shape), shape, dtype)
+            # A training call's replays cost as much as the call, forward and backward: the
+            # bit-for-bit replay (c) runs in the first dtype of each of these shapes.
+            made.calls[0].bitwise = not spec.training or dtype == spec.dtypes[0]
+    irregular = next((s for s in spec.cpu_shapes if any(d % 16 for d in s)), spec.cpu_shapes[-1])
+    for special in _SPECIALS.get(spec.name, ()):
+        for dtype in special.dtypes:
+            made = case(special.name, special.shape or irregular, dtype, special=special)
+            made.calls[0].bitwise = special.bitwise
+    pick = lambda: rng.choice(spec.dtypes)  # noqa: E731
+    if spec.is_gemm:
+        sizes = lambda high: tuple(rng.randint(1, high) for _ in range(3))  # noqa: E731
+        tall = list(sizes(48))
+        tall[rng.randrange(3)] = rng.randint(65, 110)
+        for shape in (tall, sizes(64), sizes(64)):
+            case("drawn sizes", shape, pick())
+        case("strided operands", sizes(64), pick(), pads())
+        small = lambda: sizes(24 if spec.training else 40)  # noqa: E731
+    else:
+        case("many rows (65-150)", (rng.randint(65, 150), _width(rng, 300, low)), pick())
+        case("rows past 4096 (float32)", (rng.randint(1, 3), rng.randint(4097, 6000)),
+             torch.float32)  # fmt: skip
+        case("odd widths", (rng.randint(1, 40), rng.choice(_primes(2, 3000))), pick())
+        case("odd widths", (rng.randint(1, 40), low), pick())
+        if strided:
+            case("strided rows", (rng.randint(1, 40), _width(rng, 1000, low)), pick(), pads())
+        rows = 12 if spec.training else 24
+        small = lambda: (rng.randint(1, rows), _width(rng, 700, low))  # noqa: E731
+    for _ in range(2):  # repeat calls: the same values again, the same tensors, refills
+        base = case("repeated calls", small(), pick(), pads() if strided and rng.random() < 0.5
+                    else None)  # fmt: skip
+        first = base.calls[0]
+        first.keep = True
+        again = _Call(base, 2, "again", source=first, after=(first,), keep=True)
+        same = _Call(base, 3, "same", source=again, after=(again,))
+        refill = _Call(base, 4, "refill", source=first, after=(first,), release=True)
+        quiet = _Call(base, 5, "refill_quiet", source=again, after=(same,), release=True)
+        base.calls += [again, same, refill, quiet]
+    for _ in range(_FILLERS[spec.training]):  # many calls: a kernel that counts them stops
+        filler = case("repeated calls", small(), pick(),
+                      pads() if strided and rng.random() < 0.5 else None)  # fmt: skip
+        filler.calls[0].bitwise = False
+    return cases
+
+
+def _schedule(calls: list[_Call], rng: random.Random) -> list[_Call]:
+    """The costliest few calls first, then the others shuffled, each after the calls it needs."""
+    order = list(calls)
+    rng.shuffle(order)
+    costly = sorted(order, key=_cost, reverse=True)[:_FIRST]
+    order = costly + [call for call in order if call not in costly]
+    placed: set[int] = set()
+    pending: list[_Call] = []
+    scheduled: list[_Call] = []
+    for call in order:
+        pending.append(call)
+        progress = True
+        while progress:
+            progress = False
+            for waiting in list(pending):
+                if all(id(need) in placed for need in waiting.after):
+                    scheduled.append(waiting)
+                    placed.add(id(waiting))
+                    pending.remove(waiting)
+                    progress = True
+    return scheduled + pending
+
+
+def _cost(call: _Call) -> int:
+    """Roughly how long the interpreter takes: elements, twice for a forward and backward."""
+    case = call.case
+    size = case.shape[0] * case.shape[1] * (case.shape[2] if case.spec.is_gemm else 1)
+    return size * (2 if case.spec.training else 1) if call.how == "first" else 0
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _placed(value: torch.Tensor, pad: int, fill: float = float("nan")) -> torch.Tensor:
+    """``value`` copied into a new storage: ``fill`` before, after and (with ``pad``) between
+    its rows, so an unmasked load past a row or past the tensor reads ``fill``."""
+    value = value.detach()
+    if value.dim() == 2 and pad:
+        rows, cols = value.shape
+        stride = (cols + pad, 1)
+        span = (rows - 1) * stride[0] + cols if rows else 0
+    else:
+        stride = torch.empty(value.shape).stride()
+        span = value.numel()
+    guard = guard_elements(span)
+    storage = torch.full((guard + span + guard,), fill, dtype=value.dtype)
+    view = storage.as_strided(value.shape, stride, guard)
+    view.copy_(value)
+    return view
+
+
+# --------------------------------------------------------------------------- one exercise
+
+
+class _Op:
+    """One op's state across the run: its cases, faults of its properties, what it reported."""
+
+    def __init__(self, spec: ops.OpSpec, cases: list[_Case]):
+        self.spec, self.cases = spec, cases
         self.labels = correctness.output_labels(spec)
+        self.import_error: str | None = None
+        self.not_started: str | None = None
+        self.start_here = ""
         self.faults: dict[str, str] = {}  # property -> first message
-        self.tampered: list[str] = []
-        self.any_case_passed = False
-        self.fn: Callable | None = None
+        self.reports: dict[str, str] = {}  # report check -> first message
+        self.probes = _PROBES_PER_OP
 
-    # -- the checks --------------------------------------------------------------------------
+    def fault(self, key: str, message: str) -> None:
+        self.faults.setdefault(key, message)
 
-    def grade(self) -> tuple[list[_Check], list[_Check]]:
-        """(the shape and special checks, the property checks) as (name, passed, message)."""
-        spec = self.spec
-        cases = [(spec.shape_label(shape), shape, spec.dtypes, None) for shape in spec.cpu_shapes]
-        shapes = spec.cpu_shapes
-        irregular = next((s for s in shapes if any(d % 16 for d in s)), shapes[-1])
-        cases += [(s.name, s.shape or irregular, s.dtypes, s)
-                  for s in _SPECIALS.get(spec.name, ())]  # fmt: skip
-        checks: list[_Check] = []
+
+class _Exercise:
+    def __init__(self, exercise: str, impl: str, session: Session, specs):
+        self.exercise, self.impl, self.session = exercise, impl, session
+        self.device = runtime.default_device()
+        rng = random.Random(derive_seed(session.seed, "plan", exercise))
+        self.ops = [_Op(spec, _plan(spec, rng)) for spec in specs]
+        self.order = _schedule([c for op in self.ops for case in op.cases for c in case.calls], rng)
+        self.limit_s = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
+        self._ids = 0
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def grade(self) -> list[CheckResult]:
+        bundle_error = None
         try:
-            self.fn = self._import()
-        except _Failure as failure:
-            for title, *_ in cases:
-                checks.append((f"{spec.name} {title}", False, failure.message))
-            return checks, self._properties(failure.message)
-        not_started: str | None = None
-        for title, shape, dtypes, special in cases:
-            if self.tampered:  # run() fails every check with what was modified
-                checks.append((f"{spec.name} {title}", False, "not run"))
-                continue
-            if not_started is not None:
-                checks.append((f"{spec.name} {title}", False, not_started))
-                continue
-            passed, message = self._check_shape(shape, dtypes, special)
-            checks.append((f"{spec.name} {title}", passed, message))
-            if not passed and "not done yet" in message:
-                not_started = f"not run: {spec.name} is not done yet (see the first check)"
-        return checks, self._properties(not_started)
-
-    def _properties(self, blocked: str | None) -> list[_Check]:
-        checks = []
-        for key, title in _PROPERTIES.items():
-            name = f"{self.spec.name} {title}"
-            if blocked is not None or not self.any_case_passed:
-                message = blocked or f"not graded until {self.spec.name} passes at least one input"
-                checks.append((name, False, message))
-            else:
-                checks.append((name, key not in self.faults, self.faults.get(key, "")))
-        return checks
-
-    def _check_shape(self, shape, dtypes, special: _Special | None) -> tuple[bool, str]:
-        worst = 0.0
-        for dtype in dtypes:
-            # A training case is a forward and a backward through the interpreter: calls 2 and
-            # 3 (the properties) run for the first dtype only, to stay well inside the limit.
-            repeat = not self.spec.training or dtype == dtypes[0]
+            bundle = self._bundle()
+        except Exception as error:  # KernelSourceError, or no package folder to read
+            bundle, bundle_error = None, str(error)
+        for op in self.ops:
+            self._import(op)
+        if bundle is not None:
+            service = ReplayService(self.session, bundle, self.device, self.limit_s)
             try:
-                worst = max(worst, self._case(shape, dtype, special, repeat))
-            except _Failure as failure:
-                passed_in_half = torch.float16 in dtypes[: dtypes.index(dtype)]
-                if dtype == torch.bfloat16 and passed_in_half and runtime.interpreting():
-                    return False, f"{failure.message}\nhint: {_BFLOAT16_IN_THE_INTERPRETER}"
-                return False, failure.message
-            self.any_case_passed = True
-        names = ", ".join(ops.dtype_name(d) for d in dtypes)
-        return True, f"{names}: worst error {worst:.2f} of the tolerance"
+                for call in self.order:
+                    self._run(call, service)
+                for call in self.order:
+                    self._replayed(call)
+            finally:
+                service.close()
+        return self._results(bundle_error)
 
-    # -- one case: three calls ---------------------------------------------------------------
+    def _bundle(self) -> dict:
+        from learning.check.replay.extract import extract_sources
 
-    def _case(self, shape, dtype, special: _Special | None, repeat: bool = True) -> float:
-        spec = self.spec
-        transform = special.transform if special else (lambda values: values)
-        note = f", {special.note}" if special else ""
-        seed = self.seeds.next()
-        values = self._values(shape, dtype, seed, transform)
-        describe = f"input: {spec.name} {spec.shape_label(shape)} {ops.dtype_name(dtype)}, "
-        replay = f"; {SEED_VARIABLE}={self.seeds.start} replays the run"
-        context = f"{describe}seed {seed}{note}{replay}"
+        root = self._package_root()
+        return extract_sources(kernel_sources(root), self.impl).as_dict()
 
-        inputs, guarded = place_inputs(values, spec.wrt)
-        first = self._call(inputs, guarded, context)
-        self._check_memory(first, context)
-        expected = spec.expected(values)  # only now: nothing for the code to find earlier
-        verdicts = self._compare(first.at_return, expected, dtype)
-        settled = self._settled(first, context)
+    def _package_root(self) -> Path:
+        """Where the worker finds ``impl`` (its sys.path: the course first, then PYTHONPATH),
+        found by looking at folders: the learner's package is never imported here."""
+        from learning.check.remote import REPO, _python_path
+
+        for entry in [REPO, *map(Path, _python_path(self.session.extra_path))]:
+            if (entry / self.impl / "__init__.py").is_file():
+                return entry / self.impl
+        raise FileNotFoundError(f"no package folder {self.impl}/ with an __init__.py was found")
+
+    def _import(self, op: _Op) -> None:
+        spec = op.spec
+        module = RemoteModule(self.session, f"{self.impl}.{spec.module}")
+        loaded = module.load(_IMPORT_LIMIT_S)
+        where = f"could not import {spec.function} from {self.impl}.{spec.module}"
+        if loaded.timed_out:
+            op.import_error = f"{where}: the import did not finish within {_IMPORT_LIMIT_S:g} s"
+            return
+        if loaded.error is not None:
+            op.import_error = f"{where}: {type(loaded.error).__name__}: {loaded.error}"
+            return
+        op.start_here = f"{loaded.value} ({spec.function} and the kernel it launches)"
+        exists, is_callable, _ = module.attribute(spec.function, _IMPORT_LIMIT_S)
+        if not (exists and is_callable):
+            op.import_error = (f"{where}: AttributeError: module {self.impl}.{spec.module} has "
+                               f"no function {spec.function!r}")  # fmt: skip
+
+    # -- one call ---------------------------------------------------------------------------
+
+    def _op(self, spec: ops.OpSpec) -> _Op:
+        return next(op for op in self.ops if op.spec is spec)
+
+    def _run(self, call: _Call, service: ReplayService) -> None:
+        case = call.case
+        op = self._op(case.spec)
+        if case.failure or op.import_error or op.not_started:
+            return
+        if call.source is not None and (
+            not call.source.ran or call.source.generation != self.session.starts
+        ):
+            return  # its tensors were lost with a worker that was stopped
+        self._ids += 1
+        call.id = self._ids
+        values, placed = self._values(call)
+        context = self._context(call)
+        request = {
+            "kind": "kernel", "op": case.spec.name, "module": f"{self.impl}.{case.spec.module}",
+            "function": case.spec.function, "package": self.impl, "call": call.id,
+            "keep": call.keep, "settle_s": _SETTLE_S, "device": self.device,
+        }  # fmt: skip
+        if placed is not None:
+            request["inputs"] = protocol.to_plain(placed, copy=False)
+        else:
+            refill = {k: v for k, v in values.items() if torch.is_tensor(v)} \
+                if call.how.startswith("refill") else {}  # fmt: skip
+            request["reuse"] = {"call": call.source.id, "how": call.how, "release": call.release,
+                                "values": protocol.to_plain(refill, copy=False)}  # fmt: skip
+        reply = self._ask(request, context, case)
+        if reply is None:
+            return
+        call.ran, call.generation = True, self.session.starts
+        if reply.get("ok") is not True:
+            case.fail(self._explain_error(op, reply.get("error"), context))
+            return
+        outputs = self._outputs(reply, context, case)
+        if outputs is None:
+            return
+        call.outputs = outputs
+        expected = call.expected = self._expected(call, values)
+        verdicts = self._compare(case, outputs, expected)
+        observed = reply.get("observed") if type(reply.get("observed")) is dict else {}
+        self._note_reports(op, reply, observed, context)
         if not all(v.passed for v in verdicts):
-            del expected  # the reruns below are the code's calls too
-            if not settled:  # what it returned is not what it computed: nothing else to say
-                raise _Failure(_message(context, verdicts, [_UNSETTLED]))
-            hints = self._reads_past_the_end(values, first.at_return)
-            hints += kernel_hints.explain(
-                spec, values, first.at_return, spec.expected(values), verdicts, dtype=dtype,
-                scale=100.0 if special is _LARGE else 1.0, start_here=self._start_here(),
+            case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
+                                  context))  # fmt: skip
+            return
+        if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
+            op.fault("stable", f"{context}\nnon-deterministic: the same inputs gave different "
+                     "bits in two calls: reads uninitialized memory or races (unmasked loads, "
+                     "programs writing the same element, a missing initialisation)")  # fmt: skip
+        case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
+        trace, described = reply.get("trace"), reply.get("described")
+        if type(trace) is dict and trace.get("launches") == []:
+            op.fault("own", f"{context}\nno Triton kernel ran: the result came from PyTorch. "
+                     "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
+                     "stored")  # fmt: skip
+            return
+        trace, copied = copied_inputs(trace, reply.get("copies"))
+        call.hidden = self._draw(call, "hidden")
+        call.hidden_replay = service.submit(trace, described, {**call.hidden,
+                                                               **copied(call.hidden)})
+        if call.how == "first" and call.bitwise:
+            call.given_replay = service.submit(trace, described, {**values, **copied(values)})
+
+    def _ask(self, request: dict, context: str, case: _Case) -> dict | None:
+        try:
+            return self.session.ask(request, self.limit_s)
+        except CallTimedOut as stopped:
+            case.fail(
+                f"{context}\ndid not return within {stopped.limit_s:g} s, so the check process "
+                "was stopped (a fresh one runs the other checks)\nhint: look for a loop that "
+                "never ends: a `while` in a kernel whose condition no program changes, or a "
+                "wait that nothing ends"
             )
-            raise _Failure(_message(context, verdicts, hints))
-        worst = max(v.tolerance_used or 0.0 for v in verdicts)
-        del expected
-        if not repeat:
-            return worst
+        except ProcessDied as died:
+            case.fail(f"{context}\nthe check process ended during this call: {died.reason}"
+                      f"{log_lines(died.log_tail, 8)}")  # fmt: skip
+        except protocol.BadReply as bad:
+            case.fail(f"{context}\nthe check process's reply was refused ({bad}): a reply is "
+                      "plain data, and nothing your code's process says decides a check")
+        return None
 
-        again_inputs, again_guarded = place_inputs(values, spec.wrt)
-        again = self._call(again_inputs, again_guarded, f"{context} (call 2, same values)")
-        self._check_memory(again, context)
-        verdicts = self._compare(again.at_return, spec.expected(values), dtype)
-        if not all(v.passed for v in verdicts):
-            raise _Failure(_message(
-                f"{context} (call 2: the same values as call 1, in new tensors)", verdicts,
-                ["call 1 with these values was right and call 2 was not: the result must not "
-                 "depend on earlier calls (warm-up, a counter, state kept between calls)"],
-            ))
-        self._check_same_bits(first.at_return, again.at_return, context)
-        self._check_fresh(first.outputs, again.outputs, "call 1", context)
+    def _outputs(self, reply: dict, context: str, case: _Case) -> tuple | None:
+        try:
+            outputs = protocol.revive(reply.get("outputs"))
+        except protocol.BadReply as bad:
+            case.fail(f"{context}\nthe outputs could not be read: {bad}")
+            return None
+        if type(outputs) is not tuple:
+            case.fail(f"{context}\nthe check process sent no outputs")
+            return None
+        return outputs
 
-        seed_b = self.seeds.next()
-        values_b = self._values(shape, dtype, seed_b, transform)
-        with torch.no_grad():
-            for item in guarded:
-                item.view.copy_(values_b[item.name])
-                item.refresh_snapshot()
-        inputs = {**inputs, **{k: v for k, v in values_b.items() if not torch.is_tensor(v)}}
-        context_b = f"{describe}seed {seed_b}{note}{replay} (call 3: call 1's tensors, new values)"
-        third = self._call(inputs, guarded, context_b)
-        self._check_memory(third, context_b)
-        verdicts = self._compare(third.at_return, spec.expected(values_b), dtype)
-        if not all(v.passed for v in verdicts):
-            stale = _same_bits_all(first.at_return, third.at_return)
-            raise _Failure(_message(context_b, verdicts, [
-                "call 3 passed call 1's input tensors refilled with new values, and "
-                + ("got call 1's result back: the output was cached by pointer or shape"
-                   if stale else "the result was wrong: nothing may be cached between calls"),
-            ]))
-        self._check_fresh(first.outputs, third.outputs, "call 1", context_b)
-        self._check_fresh(again.outputs, third.outputs, "call 2", context_b)
-        return max(worst, *(v.tolerance_used or 0.0 for v in verdicts))
+    def _values(self, call: _Call) -> tuple[dict, dict | None]:
+        """The call's input values, and the tensors to send (None: reuse an earlier call's)."""
+        case = call.case
+        if call.how in ("first", "refill", "refill_quiet"):
+            call.values = self._draw(call, "given")
+        else:
+            call.values = call.source.values
+        call.seed = call.source.seed if call.how in ("again", "same") else self._seed(call, "given")
+        if call.how in ("same", "refill", "refill_quiet"):
+            return call.values, None
+        placed = {
+            k: _placed(v, case.pads.get(k, 0)) if torch.is_tensor(v) else v
+            for k, v in call.values.items()
+        }  # fmt: skip
+        return call.values, placed
 
-    def _values(self, shape, dtype, seed, transform) -> dict:
-        made = self.spec.inputs(shape, dtype, seed, self.device)
+    def _seed(self, call: _Call, role: str) -> int:
+        case = call.case
+        return derive_seed(self.session.seed, case.spec.name, case.index, call.number, role)
+
+    def _draw(self, call: _Call, role: str) -> dict:
+        case = call.case
+        made = case.spec.inputs(case.shape, case.dtype, self._seed(call, role), "cpu")
         values = {k: v.detach() if torch.is_tensor(v) else v for k, v in made.items()}
-        return transform(values)
+        return case.special.transform(values) if case.special else values
 
-    def _call(self, inputs: dict, guarded: list[GuardedInput], context: str) -> _Call:
-        trap, launches = AllocationTrap(), LaunchCounter()
-        outputs, error = None, None
-        try:
-            with trap, launches:
-                outputs = tuple(self.spec.call(self.fn, inputs))
-                if self.device == "cuda":
-                    torch.cuda.synchronize()
-                at_return = _snapshot(outputs)  # what is graded: the output as it returned
-        except (Exception, SystemExit) as exc:  # the learner's code: reported, not raised
-            error = exc
-        finally:
-            self.tampered += trap.tampered + self.watch.check_and_restore()
-        if error is not None:
-            raise _Failure(self._explain_error(error, context))
-        if not launches.kernels:
-            self.faults.setdefault(
-                "triton",
-                f"{context}\nno Triton kernel ran: the result came from PyTorch. "
-                "Launch your @triton.jit kernel (kernel[grid](...)) and return what it stored",
-            )
-        elif not any(module.startswith(f"{self.impl}.") for module in launches.modules):
-            borrowed = sorted(set(launches.modules))
-            self.faults.setdefault(
-                "triton",
-                f"{context}\nthe Triton kernels that ran are defined in {', '.join(borrowed)}, "
-                f"not in your {self.impl} package: the result came from someone else's kernel. "
-                "Launch the @triton.jit kernel written in your own file",
-            )
-        return _Call(outputs, at_return, guarded, trap, launches.kernels)
+    def _expected(self, call: _Call, values: dict) -> tuple:
+        if call.how in ("again", "same") and call.source.expected is not None:
+            return call.source.expected
+        return call.case.spec.expected(values)
 
-    # -- what each call must respect ---------------------------------------------------------
-
-    def _check_memory(self, call: _Call, context: str) -> None:
-        names = self._owners(call)
-        for buffer in call.trap.buffers:
-            before, after = buffer.stray_stores()
-            if before or after:
-                what = names.get(buffer.storage_ptr, f"a buffer you allocated ({buffer.label})")
-                where = (f"{after} elements past the end" if after else
-                         f"{before} elements before the start")
-                hint = (
-                    "mask the stores: tl.store(ptr + offsets, value, mask=offsets < n), and "
-                    "for 2-D tiles mask rows and columns" if after else
-                    "an offset went below 0: check the base pointer and the offsets' arithmetic"
-                )
-                raise _Failure(
-                    f"{context}\nexpected: every store inside the tensor\n"
-                    f"got: an out-of-bounds store, {where} of {what}\nhint: {hint}"
-                )
-        for item in call.guarded:
-            inside, before, after = item.mutated()
-            if before or after:
-                where = (f"{after} elements past the end" if after else
-                         f"{before} elements before the start")
-                raise _Failure(
-                    f"{context}\nexpected: no store outside the output\n"
-                    f"got: an out-of-bounds store {where} of the input {item.name}\n"
-                    "hint: check which pointer each tl.store uses, and mask it"
-                )
-            if inside:
-                self.faults.setdefault(
-                    "inputs",
-                    f"{context}\nthe kernel changed its input {item.name} ({inside} of "
-                    f"{item.view.numel()} elements): kernels must not write to their inputs; "
-                    "store into a new output tensor",
-                )
-        input_ptrs = {item.buffer.untyped_storage().data_ptr(): item.name for item in call.guarded}
-        for label, output in zip(self.labels, call.outputs, strict=False):
-            if type(output) is torch.Tensor and output.untyped_storage().data_ptr() in input_ptrs:
-                self.faults.setdefault(
-                    "fresh",
-                    f"{context}\n{label} is the input "
-                    f"{input_ptrs[output.untyped_storage().data_ptr()]} (same memory): "
-                    "return a new tensor (torch.empty_like(x)), never an input",
-                )
-
-    def _owners(self, call: _Call) -> dict[int, str]:
-        names = {}
-        for label, output in zip(self.labels, call.outputs or (), strict=False):
-            if type(output) is torch.Tensor:
-                buffer = call.trap.owner_of(output)
-                if buffer is not None:
-                    names[buffer.storage_ptr] = f"{label} ({buffer.label})"
-        return names
-
-    def _compare(self, outputs, expected, dtype) -> list[correctness.Verdict]:
+    def _compare(self, case: _Case, outputs, expected) -> list[correctness.Verdict]:
         return correctness.compare_all(
-            outputs, expected, self.spec.tolerances[dtype], dtype=dtype, labels=self.labels
-        )
+            outputs, expected, case.spec.tolerances[case.dtype], dtype=case.dtype,
+            labels=correctness.output_labels(case.spec),
+        )  # fmt: skip
 
-    def _settled(self, call: _Call, context: str) -> bool:
-        """Is the output still what it was when the call returned, a moment later?"""
-        time.sleep(_SETTLE_S)
-        if _same_bits_all(call.at_return, call.outputs):
-            return True
-        self.faults.setdefault("stable", f"{context}\n{_UNSETTLED}")
-        return False
+    def _context(self, call: _Call) -> str:
+        case = call.case
+        spec = case.spec
+        notes = [f", {case.special.note}"] if case.special else []
+        if case.pads:
+            strides = ", ".join(f"{k}: row stride = width + {p}" for k, p in case.pads.items())
+            notes.append(f", strided rows ({strides})")
+        shape = spec.shape_label(case.shape)
+        line = (f"input: {spec.name} {shape} {ops.dtype_name(case.dtype)}, "
+                f"seed {call.seed}{''.join(notes)}; "
+                f"{SEED_VARIABLE}={self.session.seed} replays the run")  # fmt: skip
+        if call.how in _HOW:
+            line += f" ({_HOW[call.how]})"
+        return line
 
-    def _check_same_bits(self, first, second, context: str) -> None:
-        if not _same_bits_all(first, second):
-            self.faults.setdefault(
-                "stable",
-                f"{context}\nnon-deterministic: the same inputs gave different bits in call 1 "
-                "and call 2: reads uninitialized memory or races (unmasked loads, "
-                "programs writing the same element, a missing initialisation)",
-            )
+    # -- what a failure says ----------------------------------------------------------------
 
-    def _check_fresh(self, earlier, later, which: str, context: str) -> None:
-        earlier_ptrs = {o.untyped_storage().data_ptr() for o in earlier if type(o) is torch.Tensor}
-        for label, output in zip(self.labels, later, strict=False):
-            if type(output) is torch.Tensor and output.untyped_storage().data_ptr() in earlier_ptrs:
-                self.faults.setdefault(
-                    "fresh",
-                    f"{context}\n{label} is the same tensor {which} returned: a cached output "
-                    "is overwritten by the next call. Allocate a new output on every call",
-                )
-
-    def _reads_past_the_end(self, values: dict, at_return) -> list[str]:
-        """Run again with one input's guards holding 0 instead of NaN: does the result move?"""
+    def _explain_error(self, op: _Op, info, context: str) -> str:
         try:
-            baseline = self._call(*place_inputs(values, self.spec.wrt), "")
-        except _Failure:
+            error = protocol.revive_error(info)
+        except protocol.BadReply as bad:
+            return f"{context}\nthe check process's reply was refused: {bad}"
+        frame = error.learner_frame
+        where = f" (at {frame.path}:{frame.line}, in {frame.function})" if frame else ""
+        text = f"{context}\nraised {type(error).__name__}: {error}{where}"
+        if error.not_implemented:
+            op.not_started = f"{text}\nhint: not done yet: start with the TODOs in {op.start_here}"
+            return op.not_started
+        if "does not require grad" in str(error):
+            return (f"{text}\nhint: the forward output is not connected to autograd: wrap the "
+                    "kernels in a torch.autograd.Function whose backward launches the backward "
+                    "kernel")  # fmt: skip
+        return text
+
+    def _wrong(self, call, op, values, outputs, expected, verdicts, reply, observed, context):
+        case, spec = call.case, op.spec
+        if reply.get("settled") is False:
+            return _message(context, verdicts, [_UNSETTLED])
+        hints = []
+        if call.how in ("again", "same"):
+            hints.append("this call's values were right in an earlier call and wrong now: the "
+                         "result must not depend on earlier calls (warm-up, a counter, state "
+                         "kept between calls)")  # fmt: skip
+        if call.how.startswith("refill"):
+            stale = call.source.outputs is not None and _same_bits_all(call.source.outputs,
+                                                                       outputs)  # fmt: skip
+            hints.append(
+                "these tensors were refilled with new values, and " + (
+                    "the result is the earlier call's: the output was cached (by pointer, "
+                    "shape or version)" if stale else
+                    "the result was wrong: nothing may be cached between calls"
+                )
+            )  # fmt: skip
+        for label, before, after in observed.get("stray") or ():
+            where = f"{after} elements past the end" if after else f"{before} before the start"
+            hints.append(f"the check process saw an out-of-bounds store, {where} of a buffer "
+                         f"you allocated ({label}): mask the stores")  # fmt: skip
+        if call.how == "first":
+            hints += self._reads_past_the_end(call, op, outputs)
+        hints += kernel_hints.explain(
+            spec, values, outputs, expected, verdicts, dtype=case.dtype,
+            scale=case.special.scale if case.special else 1.0, start_here=op.start_here,
+        )  # fmt: skip
+        message = _message(context, verdicts, hints)
+        if "this exercise is not done yet" in message:
+            op.not_started = message
+        elif case.dtype == torch.bfloat16 and runtime.interpreting() and self._half_passed(case):
+            message += f"\nhint: {_BFLOAT16_IN_THE_INTERPRETER}"
+        return message
+
+    def _half_passed(self, case: _Case) -> bool:
+        return any(
+            other.check == case.check and other.dtype == torch.float16 and other.shape ==
+            case.shape and other.failure is None and other.calls[0].ran
+            for other in self._op(case.spec).cases
+        )  # fmt: skip
+
+    def _reads_past_the_end(self, call: _Call, op: _Op, outputs: tuple) -> list[str]:
+        """Rerun with one input's guards holding 0 instead of NaN: does the result move?"""
+        if op.probes <= 0 or all(_unwritten_all(o) for o in outputs):
             return []
-        if not _same_bits_all(at_return, baseline.at_return):
-            return []  # not reproducible as it is: nothing to learn from moving the guards
-        for name, value in values.items():
-            if not torch.is_tensor(value):
-                continue
-            inputs, guarded = place_inputs(values, self.spec.wrt)
-            item = next(g for g in guarded if g.name == name)
-            with torch.no_grad():
-                item.buffer[: item.guard].zero_()
-                item.buffer[item.guard + item.view.numel():].zero_()
-            try:
-                rerun = self._call(inputs, guarded, "")
-            except _Failure:
+        op.probes -= 1
+        names = [k for k, v in call.values.items() if torch.is_tensor(v)]
+        for fills in [{}, *({name: 0.0} for name in names)]:
+            rerun = self._rerun(call, fills)
+            if rerun is None:
                 return []
-            if not _same_bits_all(at_return, rerun.at_return):
+            if not fills and not _same_bits_all(outputs, rerun):
+                return []  # not reproducible as it is: nothing to learn from moving the guards
+            if fills and not _same_bits_all(outputs, rerun):
+                name = next(iter(fills))
                 return [
                     f"your kernel read past the end of the row/tensor {name}: what lies beyond "
                     f"{name} changed the result. Mask the tail: tl.load(ptr + offsets, "
@@ -462,53 +672,140 @@ class _SpecGrader:
                 ]
         return []
 
-    # -- import and errors -------------------------------------------------------------------
-
-    def _import(self) -> Callable:
+    def _rerun(self, call: _Call, fills: dict[str, float]) -> tuple | None:
+        case = call.case
+        placed = {
+            k: _placed(v, case.pads.get(k, 0), fills.get(k, float("nan")))
+            if torch.is_tensor(v) else v for k, v in call.values.items()
+        }  # fmt: skip
+        self._ids += 1
+        request = {
+            "kind": "kernel", "op": case.spec.name, "module": f"{self.impl}.{case.spec.module}",
+            "function": case.spec.function, "package": self.impl, "call": self._ids,
+            "device": self.device, "inputs": protocol.to_plain(placed, copy=False),
+        }  # fmt: skip
         try:
-            return self.spec.kernel_function(self.impl)
-        except Exception as exc:
-            raise _Failure(
-                f"could not import {self.spec.function} from {self.impl}.{self.spec.module}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from None
-        finally:
-            self.tampered += self.watch.check_and_restore()
+            reply = self.session.ask(request, self.limit_s)
+            outputs = protocol.revive(reply.get("outputs")) if reply.get("ok") is True else None
+        except (CallTimedOut, ProcessDied, protocol.BadReply):
+            return None
+        return outputs if type(outputs) is tuple else None
 
-    def _start_here(self) -> str:
-        try:
-            path = Path(importlib.import_module(f"{self.impl}.{self.spec.module}").__file__)
-        except Exception:  # the import already succeeded once; this is only for the message
-            return f"{self.impl}.{self.spec.module}"
-        shown = path.resolve().relative_to(_REPO) if path.resolve().is_relative_to(_REPO) else path
-        return f"{shown} ({self.spec.function} and the kernel it launches)"
+    def _note_reports(self, op: _Op, reply: dict, observed: dict, context: str) -> None:
+        if reply.get("settled") is False:
+            op.reports.setdefault("settled", f"{context}\n{_UNSETTLED}")
+        for item in observed.get("outputs_are_inputs") or ():
+            if isinstance(item, list) and len(item) == 2:
+                label = op.labels[item[0]] if type(item[0]) is int and item[0] < len(
+                    op.labels) else "an output"  # fmt: skip
+                op.reports.setdefault("fresh", f"{context}\n{label} is the input {item[1]} "
+                                      "(same memory): return a new tensor "
+                                      "(torch.empty_like(x)), never an input")  # fmt: skip
+        if observed.get("reused_outputs"):
+            op.reports.setdefault("fresh", f"{context}\nan output is the same tensor an earlier "
+                                  "call returned: a cached output is overwritten by the next "
+                                  "call. Allocate a new output on every call")  # fmt: skip
 
-    def _explain_error(self, error: BaseException, context: str) -> str:
-        where = _learner_frame(error, self.impl)
-        text = f"{context}\nraised {type(error).__name__}: {error}{where}"
-        if _raised_not_implemented(error):
-            return f"{text}\nhint: not done yet: start with the TODOs in {self._start_here()}"
-        if "does not require grad" in str(error):
-            return (f"{text}\nhint: the forward output is not connected to autograd: wrap the "
-                    "kernels in a torch.autograd.Function whose backward launches the backward "
-                    "kernel")
-        return text
+    # -- the replays ------------------------------------------------------------------------
+
+    def _replayed(self, call: _Call) -> None:
+        if call.hidden_replay is None:
+            return
+        case, op = call.case, self._op(call.case.spec)
+        context = self._context(call)
+        hidden = call.hidden_replay.result()  # TimeUp propagates: the runner reports it
+        if hidden.error is not None:
+            op.fault("own", f"{context}\n{hidden.error}")
+            return
+        if hidden.stray_stores:
+            case.fail(f"{context}\nexpected: every store inside the tensor\ngot: an "
+                      f"out-of-bounds store, {hidden.stray_stores[0]}\nhint: mask the stores: "
+                      "tl.store(ptr + offsets, value, mask=offsets < n), and for 2-D tiles mask "
+                      "rows and columns")  # fmt: skip
+        if hidden.inputs_changed:
+            op.fault("inputs", f"{context}\n{hidden.inputs_changed[0]}: kernels must not write "
+                     "to their inputs; store into a new output tensor")  # fmt: skip
+        expected = case.spec.expected(call.hidden)
+        verdicts = self._compare(case, hidden.outputs, expected)
+        if hidden.unwritten or not all(v.passed for v in verdicts):
+            detail = hidden.unwritten[:1] or [v.reason for v in verdicts if not v.passed][:1]
+            op.fault("own", f"{context}\n{_NOT_YOURS}\n(on the new inputs: {detail[0]})")
+            return
+        if call.given_replay is not None:
+            given = call.given_replay.result()
+            if given.error is None and not _same_bits_all(call.outputs, given.outputs):
+                op.fault("own", f"{context}\n{_NOT_STORED}")
+                op.fault("stable", f"{context}\n{_NOT_STORED}")
+
+    # -- the verdict ------------------------------------------------------------------------
+
+    def _results(self, bundle_error: str | None) -> list[CheckResult]:
+        results: list[CheckResult] = []
+        units = _share(round(2 * points_for(self.exercise)), len(self.ops))
+        for op, op_units in zip(self.ops, units, strict=True):
+            checks = self._checks(op)
+            properties = self._properties(op, bundle_error)
+            correctness_units = round(_CORRECTNESS_SHARE * op_units)
+            shares = _share(correctness_units, len(checks))
+            shares += _share(op_units - correctness_units, len(properties))
+            for (name, passed, message), share in zip(checks + properties, shares, strict=True):
+                results.append(CheckResult(name, passed, share / 2, message))
+            for key, title in _REPORTS.items():
+                message = op.reports.get(key, "")
+                results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
+        verdict = self._not_yours(bundle_error)
+        if verdict:
+            results = [
+                CheckResult(r.name, False, r.max_points, f"{verdict}\n{r.message}".rstrip()
+                            if not r.passed else verdict) if r.max_points else r
+                for r in results
+            ]  # fmt: skip
+        return results
+
+    def _not_yours(self, bundle_error: str | None) -> str | None:
+        if bundle_error:
+            return ("not graded: your kernels cannot be replayed, so nothing shows that they "
+                    f"computed the results.\n{bundle_error}")  # fmt: skip
+        own = next((op.faults["own"] for op in self.ops if "own" in op.faults), None)
+        if own:
+            return f"not graded: the result did not come from your own Triton kernels.\n{own}"
+        return None
+
+    def _checks(self, op: _Op) -> list[tuple[str, bool, str]]:
+        checks = []
+        for name in dict.fromkeys(case.check for case in op.cases):
+            cases = [case for case in op.cases if case.check == name]
+            failure = next((c.failure for c in cases if c.failure), None)
+            ran = [c for c in cases if c.calls[0].ran]
+            if op.import_error or op.not_started:
+                checks.append((name, False, op.import_error or op.not_started))
+            elif failure:
+                checks.append((name, False, failure))
+            elif not ran:
+                checks.append((name, False, "not run"))
+            else:
+                dtypes = ", ".join(dict.fromkeys(ops.dtype_name(c.dtype) for c in ran))
+                worst = max(c.worst for c in ran)
+                checks.append((name, True, f"{dtypes}: worst error {worst:.2f} of the tolerance"))
+        return checks
+
+    def _properties(self, op: _Op, bundle_error: str | None) -> list[tuple[str, bool, str]]:
+        blocked = op.import_error or op.not_started or bundle_error
+        passed_any = any(
+            case.failure is None and case.calls[0].ran for case in op.cases
+        )  # fmt: skip
+        checks = []
+        for key, title in _PROPERTIES.items():
+            name = f"{op.spec.name} {title}"
+            if blocked or not passed_any:
+                message = blocked or f"not graded until {op.spec.name} passes at least one input"
+                checks.append((name, False, message))
+            else:
+                checks.append((name, key not in op.faults, op.faults.get(key, "")))
+        return checks
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-class _Seeds:
-    """Fresh seeds for every case, numbered from the run's start (``seeds.run_seed``):
-    ``LEARNING_CHECK_SEED=<start>`` replays a run case for case."""
-
-    def __init__(self) -> None:
-        self.start = run_seed(2**31 - 1_000_000)
-        self._next = self.start
-
-    def next(self) -> int:
-        self._next += 1
-        return self._next
 
 
 def _message(context: str, verdicts, hints: list[str]) -> str:
@@ -525,11 +822,6 @@ def _message(context: str, verdicts, hints: list[str]) -> str:
             )
     lines += [f"hint: {hint}" for hint in dict.fromkeys(hints)]
     return "\n".join(lines)
-
-
-def _snapshot(outputs: tuple) -> tuple:
-    """Copies of the plain-tensor outputs; anything else is kept as it is (and fails later)."""
-    return tuple(o.detach().clone() if type(o) is torch.Tensor else o for o in outputs)
 
 
 def _bits(tensor: torch.Tensor) -> torch.Tensor:
@@ -550,30 +842,11 @@ def _same_bits_all(first: tuple, second: tuple) -> bool:
     return True
 
 
-def _raised_not_implemented(error: BaseException) -> bool:
-    while error is not None:
-        if isinstance(error, NotImplementedError) or "NotImplementedError" in str(error):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _learner_frame(error: BaseException, impl: str) -> str:
-    """' (at exercises/kernels/softmax.py:42, in softmax)' for the deepest frame in ``impl``."""
-    try:
-        root = Path(importlib.import_module(impl).__file__).resolve().parent
-    except Exception:
-        return ""
-    frames = [
-        f for f in traceback.extract_tb(error.__traceback__)
-        if Path(f.filename).resolve().is_relative_to(root)
-    ]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    path = Path(frame.filename).resolve()
-    shown = path.relative_to(_REPO) if path.is_relative_to(_REPO) else path
-    return f" (at {shown}:{frame.lineno}, in {frame.name})"
+def _unwritten_all(output: object) -> bool:
+    if type(output) is not torch.Tensor:
+        return True
+    mask = unwritten_mask(output)
+    return mask is not None and bool(mask.all())
 
 
 def _share(units: int, count: int) -> list[int]:
@@ -581,4 +854,4 @@ def _share(units: int, count: int) -> list[int]:
     return [units // count + (1 if i < units % count else 0) for i in range(count)]
 
 
-__all__ = ["POINTS", "SEED_VARIABLE", "points_for", "run"]
+__all__ = ["POINTS", "RECORDS_KERNELS", "SEED_VARIABLE", "points_for", "run"]

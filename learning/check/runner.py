@@ -1,9 +1,12 @@
 """Grading one exercise: :func:`check_exercise` is what the CLI, the tests and the grader call.
 
-The exercise's check module runs in a subprocess (``learning.check.worker``) under the
-manifest's time limit for that exercise. Whatever happens there (results, a crash, a timeout)
-comes back as a list of :class:`~learning.check.model.CheckResult`, so a learner's mistake is
-always a failed check with a message, never a traceback from the checker.
+The exercise's check module runs here, in the process that calls :func:`check_exercise`, which
+never imports the learner's code: every call into it is a request to a worker process
+(:mod:`learning.check.remote`), and what comes back is data the checks compare with values
+they computed themselves. Every :class:`~learning.check.model.CheckResult` is built on this
+side, so nothing the learner's code does (print, raise, patch, forge, crash, hang) reaches a
+verdict: a mistake is a failed check with a message, never a traceback from the checker. The
+manifest's time limit bounds the whole exercise.
 
 The lesson's journal is read here too and reported without points: whether its prediction and
 its observation were written. A journal template marks each place to write with a placeholder
@@ -13,28 +16,23 @@ section counts as written once none of its placeholders is left and some text is
 
 from __future__ import annotations
 
-import json
-import os
+import importlib
 import re
-import signal
-import subprocess
-import sys
-import threading
 import time
-from collections import deque
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
 from learning.check.model import CheckResult
-from learning.check.worker import RESULT_MARKER
+from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
+from learning.check.worker import one_thread_while
 
 IMPLEMENTATIONS = ("exercises", "reference")
 # A journal template's placeholder: a line of its own like "_Write your prediction here..._".
 JOURNAL_PLACEHOLDER = re.compile(r"^_Write\b.*\bhere\b.*_$")
 JOURNAL_SECTIONS = ("prediction", "observation")
-_STDERR_TAIL_BYTES = 16_384
 
 
 class UnknownExercise(ValueError):
@@ -98,23 +96,27 @@ def check_exercise(
     extra_path: Sequence[Path | str] = (),
     time_limit_s: float | None = None,
     manifest: manifest_module.Manifest | None = None,
+    seed: int | None = None,
 ) -> ExerciseReport:
     """Run exercise ``name``'s checks against ``impl`` and return the report.
 
     ``impl`` is ``exercises`` (the learner's files), ``reference``, or any importable package
-    laid out like them; ``extra_path`` is put on the check process's ``PYTHONPATH`` so such a
+    laid out like them; ``extra_path`` is put on the worker's ``PYTHONPATH`` so such a
     package can live anywhere (the checker's tests use a temporary directory).
-    ``time_limit_s`` overrides the manifest's limit for the whole check process.
+    ``time_limit_s`` overrides the manifest's limit for the whole exercise. ``seed`` is the
+    run's seed (the grader passes its own); by default ``LEARNING_CHECK_SEED`` or a fresh one.
     """
     manifest = manifest or manifest_module.load()
     if name not in manifest.exercises:
         raise UnknownExercise(name, list(manifest.exercises))
     if not impl.isidentifier():
         raise ValueError(f"implementation must be a package name, got {impl!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
     exercise = manifest.exercise(name)
     limit = exercise.time_limit_s if time_limit_s is None else time_limit_s
     started = time.perf_counter()
-    checks = _run_worker(exercise, impl, extra_path, limit)
+    checks = _run_checks(exercise, impl, extra_path, limit, seed)
     elapsed = time.perf_counter() - started
     earned = sum(check.earned for check in checks)
     possible = sum(check.max_points for check in checks)
@@ -131,111 +133,56 @@ def check_exercise(
     )
 
 
-def _run_worker(
-    exercise: manifest_module.Exercise, impl: str, extra_path: Sequence[Path | str], limit_s: float
+def _run_checks(
+    exercise: manifest_module.Exercise,
+    impl: str,
+    extra_path: Sequence[Path | str],
+    limit_s: float,
+    seed: int | None,
 ) -> list[CheckResult]:
-    # os.environ carries the Triton backend this process chose when it imported `learning`
-    # (TRITON_INTERPRET), so the check process does not import torch just to ask again.
-    env = dict(os.environ)
-    python_path = [str(manifest_module.ROOT), *map(str, extra_path)]
-    if env.get("PYTHONPATH"):
-        python_path.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(python_path)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    command = [sys.executable, "-m", "learning.check.worker", exercise.name, impl, exercise.check]
-    process = subprocess.Popen(
-        command,
-        cwd=manifest_module.ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group, so a timeout ends its children too
+    """The check module's results, built here; whatever the learner's code does in the worker
+    (a crash while its module imports, the whole time limit spent) is a failed check."""
+    try:
+        module = importlib.import_module(exercise.check)
+    except Exception as error:  # the manifest names a check module that does not import
+        return [_check_module_failure(exercise, error)]
+    session = Session(exercise.name, impl, extra_path=extra_path, seed=seed, time_limit_s=limit_s,
+                      kernels=getattr(module, "RECORDS_KERNELS", False))  # fmt: skip
+    try:
+        with one_thread_while():
+            results = module.run(exercise.name, impl, session=session)
+    except TimeUp as stopped:
+        reason = (
+            f"it did not finish within {stopped.limit_s:g} s, so it was stopped. Something in "
+            "the code it ran never returned: look for a loop whose condition never changes, or "
+            "a wait that nothing ends"
+        )
+        return [_process_failure(exercise, reason, stopped.log_tail)]
+    except ProcessDied as died:  # while the learner's module was imported: nothing to grade
+        return [_process_failure(exercise, died.reason, died.log_tail)]
+    except Exception as error:  # a fault in the check module, not in the learner's code
+        return [_check_module_failure(exercise, error)]
+    finally:
+        session.close()
+    if not isinstance(results, list) or not all(type(r) is CheckResult for r in results):
+        error = TypeError(f"{exercise.check}.run did not return a list of CheckResult")
+        return [_check_module_failure(exercise, error)]
+    return results
+
+
+def _check_module_failure(exercise: manifest_module.Exercise, error: Exception) -> CheckResult:
+    frames = traceback.format_exception(error, limit=-3)
+    message = (
+        f"the check module {exercise.check} failed before it could grade everything: "
+        f"{type(error).__name__}: {error}\n"
+        "This is most likely a fault in the checks, not in your code; report it with:\n"
+        + "".join(frames).rstrip()
     )
-    stdout: list[bytes] = []
-    stderr: deque[bytes] = deque()
-    readers = [
-        threading.Thread(target=_drain, args=(stream, sink, tail), daemon=True)
-        for stream, sink, tail in (
-            (process.stdout, stdout, None),
-            (process.stderr, stderr, _STDERR_TAIL_BYTES),
-        )
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        process.wait(timeout=limit_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill(process)
-        process.wait()
-    for reader in readers:
-        reader.join(timeout=5)
-    output = b"".join(stdout).decode("utf-8", "replace")
-    log_tail = b"".join(stderr).decode("utf-8", "replace")[-_STDERR_TAIL_BYTES:]
-
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            try:
-                return [CheckResult(**item) for item in json.loads(line[len(RESULT_MARKER):])]
-            except (ValueError, TypeError) as error:
-                reason = f"its results could not be read ({error})"
-                return [_process_failure(exercise, reason, log_tail)]
-    if timed_out:
-        reason = (
-            f"it did not finish within {limit_s:g} s, so it was stopped. Something in the code "
-            "it ran never returned: look for a loop whose condition never changes, or a wait "
-            "that nothing ends"
-        )
-    elif process.returncode < 0:
-        reason = f"it was killed by {_signal_name(-process.returncode)}"
-        if -process.returncode == signal.SIGSEGV:
-            reason += (
-                " (a segmentation fault: the code it ran read or wrote memory it does not own; "
-                "look for ctypes, or a kernel pointer offset past the end of a tensor)"
-            )
-    else:
-        reason = (
-            f"it ended (exit status {process.returncode}) without reporting results; does the "
-            "code call sys.exit() or os._exit() when it is imported?"
-        )
-    return [_process_failure(exercise, reason, log_tail)]
-
-
-def _drain(stream, sink, tail_bytes: int | None) -> None:
-    """Read ``stream`` to its end into ``sink``, keeping only the last ``tail_bytes`` if set."""
-    kept = 0
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        sink.append(chunk)
-        kept += len(chunk)
-        while tail_bytes is not None and kept - len(sink[0]) >= tail_bytes:
-            kept -= len(sink.popleft())
-    stream.close()
-
-
-def _kill(process: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            process.kill()
-    except ProcessLookupError:
-        pass
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    return CheckResult("check module", passed=False, max_points=exercise.points, message=message)
 
 
 def _process_failure(exercise: manifest_module.Exercise, reason: str, log_tail: str) -> CheckResult:
-    message = f"The check process for {exercise.name} failed: {reason}."
-    lines = [line for line in log_tail.splitlines() if line.strip()][-15:]
-    if lines:
-        message += "\nLast lines it wrote:\n" + "\n".join(f"  {line}" for line in lines)
+    message = f"The check process for {exercise.name} failed: {reason}." + log_lines(log_tail)
     return CheckResult("check process", passed=False, max_points=exercise.points, message=message)
 
 

@@ -1,128 +1,39 @@
-"""The check process: ``python -m learning.check.worker EXERCISE IMPL [CHECK_MODULE]``.
+"""The worker: the one process that imports and runs the learner's code.
 
-The checker (``learning.check.runner``) starts this in a subprocess with a time limit, so
-nothing the learner's code does (print, raise, loop forever, crash the interpreter) can crash
-or hang the checker. The protocol:
+The checker (:mod:`learning.check.remote`) starts it as ``python -c <bootstrap>``: the
+bootstrap reads this file's text from a pipe and runs it, so neither ``sys.argv``, nor the
+stack above the learner's functions, nor ``sys.modules`` (cleaned of ``learning.check`` once
+the worker's helpers are loaded, :func:`_forget_the_checker`) names the checker. Code that
+behaves only when it believes it is being graded finds nothing to go on here; and nothing it
+does here can change a grade, because the worker holds no verdict. It answers requests on a
+pipe of its own:
 
-* the learner's code may print anything: file descriptor 1 is pointed at stderr before any
-  check runs, so ``print`` and C-level writes alike end up there;
-* the results go to the original stdout as one line, :data:`RESULT_MARKER` followed by a JSON
-  list of :class:`~learning.check.model.CheckResult` dicts; the runner reads only that line;
-* no result line (a crash, a timeout, ``os._exit``) is turned into a failed check by the runner.
+* ``import``: import module M; ``attribute``: what M.N is (a callable, or its value);
+* ``call``: M.F(*args, **kwargs), returning the value, the arguments as the call left them and,
+  if asked, a report of the PyTorch operators it ran (:class:`~learning.check.tracing
+  .Dispatches`);
+* ``kernel``: one graded call of a kernel exercise (``spec.call`` of the registry), with the
+  Triton launches recorded by :class:`~learning.check.replay.TraceRecorder` and every
+  ``torch.empty``-style allocation poisoned by :class:`~learning.check.kernel_guards
+  .AllocationTrap`; the reply holds the outputs as the call returned them, whether they
+  changed a moment later, the trace, and a few observations (hints only).
 
-:func:`call_with_limit` is the guard check modules wrap each call into learner code with: it
-gives the call its own time limit (SIGALRM where the platform has it) and turns any exception,
-``SystemExit`` included, into an :class:`Outcome`.
+Replies are plain data (:func:`learning.check.protocol.to_plain`); an exception in the
+learner's code is a reply too (:func:`learning.check.protocol.describe_error`). The learner's
+prints go to the log the checker shows (file descriptors 1 and 2), never into the replies.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import signal
 import sys
-import threading
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
 
-from learning.check.model import CheckResult
-
-RESULT_MARKER = "@@learning.check results@@ "
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one guarded call did: returned ``value``, raised ``error``, or ran out of time."""
-
-    value: Any = None
-    error: BaseException | None = None
-    timed_out: bool = False
-
-    @property
-    def returned(self) -> bool:
-        return self.error is None and not self.timed_out
-
-
-class _CallTimeout(BaseException):
-    """Raised inside the guarded call when its time is up (a BaseException, like SystemExit,
-    so that ``except Exception`` in the learner's code does not swallow it)."""
-
-
-def call_with_limit(function: Callable[..., Any], /, *args, limit_s: float, **kwargs) -> Outcome:
-    """Call ``function(*args, **kwargs)`` with at most ``limit_s`` seconds to return.
-
-    The limit needs SIGALRM on the main thread (Linux, macOS); elsewhere the call runs
-    unlimited and the check process's own time limit is the backstop.
-    """
-    limited = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not limited:
-        return _call(function, args, kwargs)
-
-    def on_alarm(signum, frame):
-        raise _CallTimeout
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    try:
-        # Re-armed every 0.1 s after the first alarm, in case the learner's code catches one.
-        signal.setitimer(signal.ITIMER_REAL, limit_s, 0.1)
-        try:
-            return _call(function, args, kwargs)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except _CallTimeout:  # the alarm fired after the call returned but before it was disarmed
-        return Outcome(timed_out=True)
-    finally:
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _call(function, args, kwargs) -> Outcome:
-    try:
-        return Outcome(value=function(*args, **kwargs))
-    except _CallTimeout:
-        return Outcome(timed_out=True)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # SystemExit too: the learner's code may call sys.exit()
-        return Outcome(error=error)
-
-
-def run_checks(exercise: str, impl: str, check: str | None = None) -> list[CheckResult]:
-    """Run the exercise's check module (``check``, else the manifest's); never raises."""
-    from learning import manifest
-
-    try:
-        spec = manifest.load().exercise(exercise)
-    except manifest.ManifestError as error:
-        if check is None:
-            return [_failure("manifest", 0.0, str(error))]
-        spec = manifest.Exercise(exercise, check, (), (), 1.0, 1.0)
-    check = check or spec.check
-    try:
-        module = importlib.import_module(check)
-        results = module.run(exercise, impl)
-    except Exception as error:  # a fault in the check module, not in the learner's code
-        frames = traceback.format_exception(error, limit=-3)
-        return [
-            _failure(
-                "check module",
-                spec.points,
-                f"the check module {check} failed before it could grade anything: "
-                f"{type(error).__name__}: {error}\n"
-                "This is most likely a fault in the checks, not in your code; report it with:\n"
-                + "".join(frames).rstrip(),
-            )
-        ]
-    if not isinstance(results, list) or not all(isinstance(r, CheckResult) for r in results):
-        message = f"{check}.run did not return a list of CheckResult"
-        return [_failure("check module", spec.points, message)]
-    return results
-
-
-def _failure(name: str, points: float, message: str) -> CheckResult:
-    return CheckResult(name=name, passed=False, max_points=points, message=message)
+RECENT_CALLS = 4  # kernel calls whose outputs stay alive (a later output in one is reused)
 
 
 def one_intra_op_thread() -> None:
@@ -143,27 +54,251 @@ def one_intra_op_thread() -> None:
     torch.set_num_threads(1)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) not in (2, 3):
-        usage = "usage: python -m learning.check.worker EXERCISE IMPL [CHECK_MODULE]"
-        print(usage, file=sys.stderr)
-        return 2
-    exercise, impl, check = (*argv, None)[:3]
-    sys.stdout.flush()
-    results_stream = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # from here on, anything written to stdout goes to stderr
+@contextmanager
+def one_thread_while():
+    """:func:`one_intra_op_thread` for the duration of a block, then torch's setting back (the
+    checker's own process computes its expected values so, and keeps the caller's setting)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _forget_the_checker() -> None:
+    """Drop ``learning.check`` and its modules from ``sys.modules`` (they stay loaded)."""
+    for name in list(sys.modules):
+        if name == "learning.check" or name.startswith("learning.check."):
+            del sys.modules[name]
+    learning = sys.modules.get("learning")
+    if learning is not None and "check" in vars(learning):
+        delattr(learning, "check")
+
+
+class Worker:
+    """The request handlers; ``serve`` answers requests until the pipe closes."""
+
+    def __init__(self, requests: int, replies: int, kernels: bool):
+        import torch
+
+        import learning.check.protocol as wire
+
+        self.torch, self.wire = torch, wire
+        self.requests, self.replies = requests, replies
+        self.repo = Path(wire.__file__).resolve().parents[2]
+        self.kept: dict[int, dict] = {}  # kernel call -> its inputs, for a later call to reuse
+        self.recent: deque = deque(maxlen=RECENT_CALLS)  # outputs of the last calls, alive
+        if kernels:
+            from learning import ops
+            from learning.check.kernel_guards import AllocationTrap
+            from learning.check.replay import TraceRecorder
+
+            self.ops, self.trap, self.recorder = ops, AllocationTrap, TraceRecorder
+        from learning.check.tracing import Dispatches
+
+        self.dispatches = Dispatches
+        _forget_the_checker()
+
+    def serve(self) -> None:
+        self.wire.serve(self.requests, self.replies, self._handle, self._error)
+
+    def _handle(self, request: dict) -> dict:
+        handler = getattr(self, f"_on_{request.get('kind')}", None)
+        return handler(request) if handler else {"ok": False, "protocol": "unknown"}
+
+    def _error(self, error: BaseException, request: dict) -> dict:
+        root = self._package_root(request.get("package"))
+        try:
+            return self.wire.describe_error(error, root, self.repo)
+        except Exception:  # an exception too strange to describe: its type's name will do
+            return {"type": type(error).__name__, "message": "", "bases": ["Exception"]}
+
+    def _package_root(self, package: str | None) -> Path:
+        module = sys.modules.get(package or "")
+        where = getattr(module, "__file__", None)
+        return Path(where).resolve().parent if where else self.repo / str(package)
+
+    def _module(self, request: dict):
+        return importlib.import_module(request["module"])
+
+    def _revive(self, value):
+        """Request values: the checker's own, so its tagged objects are rebuilt as themselves."""
+        return self.wire.revive(value, make_object=_checker_object)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _on_import(self, request: dict) -> dict:
+        module = self._module(request)
+        shown = getattr(module, "__file__", None) or request["module"]
+        return {"ok": True, "file": self.wire._shown(shown, self.repo)}
+
+    def _on_attribute(self, request: dict) -> dict:
+        module = self._module(request)
+        missing = object()
+        value = getattr(module, request["name"], missing)
+        if value is missing:
+            return {"ok": True, "found": False}
+        if callable(value):
+            return {"ok": True, "found": True, "callable": True}
+        return {"ok": True, "found": True, "callable": False, "value": self.wire.to_plain(value)}
+
+    def _on_call(self, request: dict) -> dict:
+        function = getattr(self._module(request), request["function"])
+        args = self._revive(request.get("args", []))
+        kwargs = self._revive(request.get("kwargs", {}))
+        report = None
+        if request.get("report") == "dispatches":
+            with self.dispatches() as trace:
+                value = function(*args, **kwargs)
+            report = list(trace.calls)
+        else:
+            value = function(*args, **kwargs)
+        to_plain = self.wire.to_plain
+        return {"ok": True, "value": to_plain(value), "args": to_plain(list(args)),
+                "kwargs": to_plain(dict(kwargs)), "report": report}  # fmt: skip
+
+    def _on_kernel(self, request: dict) -> dict:
+        torch, to_plain = self.torch, self.wire.to_plain
+        spec = self.ops.get(request["op"])
+        function = getattr(self._module(request), request["function"])
+        inputs = self._kernel_inputs(request, spec)
+        recorder = self.recorder(self._package_root(request.get("package")))
+        for name, value in inputs.items():
+            recorder.add_input(name, value)
+        copies: list = []
+        with self.trap() as trap, recorder, _watching_copies(copies):
+            outputs = tuple(spec.call(function, inputs))
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+        at_return = to_plain(outputs)
+        time.sleep(float(request.get("settle_s", 0.0)))
+        later = to_plain(outputs)
+        settled = len(later) == len(at_return) and all(
+            not torch.is_tensor(a) or (torch.is_tensor(b) and _same_bits(a, b))
+            for a, b in zip(at_return, later, strict=True)
+        )
+        observed = self._observations(inputs, outputs, trap)
+        if request.get("keep"):
+            self.kept[request["call"]] = inputs
+        self.recent.append(outputs)
+        described = recorder.describe_outputs(outputs)
+        copied = [recorder.describe_outputs(pair) for pair in copies]
+        return {
+            "ok": True, "outputs": at_return, "settled": settled, "trace": recorder.trace(),
+            "described": described, "observed": observed,
+            "copies": [pair for pair in copied if not any("error" in side for side in pair)],
+        }  # fmt: skip
+
+    def _kernel_inputs(self, request: dict, spec) -> dict:
+        """The call's inputs: the checker's tensors as they came (their layout is the
+        checker's), on the kernels' device, or an earlier call's tensors (refilled in place)."""
+        torch = self.torch
+        reuse, device = request.get("reuse"), request.get("device", "cpu")
+        if reuse is None:
+            inputs = {k: _on_device(v, device) for k, v in self._revive(request["inputs"]).items()}
+            for name in spec.wrt:
+                inputs[name].requires_grad_(True)
+            return inputs
+        inputs = self.kept[reuse["call"]]
+        for name, value in self._revive(reuse.get("values", {})).items():
+            target = inputs[name]
+            value = _on_device(value, device)
+            if reuse["how"] == "refill_quiet":  # new values, the tensor's version number kept
+                target.data.copy_(value)
+            else:
+                with torch.no_grad():
+                    target.copy_(value)
+        if reuse.get("release"):
+            del self.kept[reuse["call"]]
+        return inputs
+
+    def _observations(self, inputs: dict, outputs: tuple, trap) -> dict:
+        """What this process saw: hints for a failure message, never a verdict."""
+        torch = self.torch
+        earlier = {_storage(o) for kept in self.recent for o in kept if type(o) is torch.Tensor}
+        inputs_by_storage = {_storage(v): k for k, v in inputs.items() if torch.is_tensor(v)}
+        reused, is_input = [], []
+        for index, output in enumerate(outputs):
+            if type(output) is not torch.Tensor:
+                continue
+            if _storage(output) in earlier:
+                reused.append(index)
+            if _storage(output) in inputs_by_storage:
+                is_input.append([index, inputs_by_storage[_storage(output)]])
+        stray = []
+        for buffer in trap.buffers:
+            before, after = buffer.stray_stores()
+            if before or after:
+                stray.append([buffer.label, before, after])
+        return {"reused_outputs": reused, "outputs_are_inputs": is_input, "stray": stray}
+
+
+@contextmanager
+def _watching_copies(copies: list):
+    """Note every ``Tensor.copy_`` between two tensors of one dtype and shape, as
+    ``(destination, source)``: a kernel wrapper may copy an input into memory it allocated
+    (to align its rows), and the checker can make that copy again from the inputs it hides."""
+    import torch
+
+    original = torch.Tensor.copy_
+
+    def copy_(destination, source, *args, **kwargs):
+        result = original(destination, source, *args, **kwargs)
+        if (
+            type(destination) is torch.Tensor and type(source) is torch.Tensor
+            and destination.dtype == source.dtype and destination.shape == source.shape
+        ):  # fmt: skip
+            copies.append((destination, source))
+        return result
+
+    torch.Tensor.copy_ = copy_
+    try:
+        yield
+    finally:
+        del torch.Tensor.copy_  # the method is the C base class's: remove the wrapper
+
+
+def _on_device(value, device: str):
+    """A tensor the checker sent, on the kernels' device with the same layout in its storage."""
+    import torch
+
+    if not torch.is_tensor(value) or device == "cpu":
+        return value
+    flat = torch.empty(0, dtype=value.dtype).set_(value.untyped_storage())
+    return flat.to(device).as_strided(value.shape, value.stride(), value.storage_offset())
+
+
+def _storage(tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+def _same_bits(a, b) -> bool:
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def _checker_object(module: str, name: str, fields: dict):
+    """A dataclass the checker passed as an argument (e.g. ``learning.ops.Tolerance``)."""
+    if not module.startswith("learning."):
+        return None
+    cls = getattr(importlib.import_module(module), name, None)
+    return cls(**fields) if isinstance(cls, type) else None
+
+
+def main(program: int, requests: int, replies: int, kernels: bool) -> None:
+    """Entry point of the bootstrap (:mod:`learning.check.remote`), which has read this program
+    from the descriptor ``program`` and closed it."""
+    os.dup2(2, 1)  # the learner's prints, Python's and C's alike, go to the log
     sys.stdout = sys.stderr
     one_intra_op_thread()
-    results = run_checks(exercise, impl, check)
-    payload = json.dumps([result.as_dict() for result in results])
-    results_stream.write(RESULT_MARKER + payload + "\n")
-    results_stream.flush()
+    Worker(requests, replies, kernels).serve()
     sys.stderr.flush()
     # Skip interpreter shutdown: a thread or an atexit hook the learner's code left behind must
-    # not hold the process after the results are out.
+    # not hold the process after the last reply.
     os._exit(0)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from learning.check import foundations
+from learning.check.remote import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "reference" / "foundations"
@@ -377,10 +378,11 @@ def test_every_typical_mistake_is_caught_whatever_the_seed(
     """The checker draws its inputs from a fresh seed each run: a mistake caught under one seed
     must be caught under every seed (here, six fixed ones)."""
     impl = _package(tmp_path, monkeypatch, module, _mistake(module, old, new))
-    for seed in SEEDS:
-        monkeypatch.setenv("LEARNING_CHECK_SEED", str(seed))
-        failed = _failed(foundations.run(exercise, impl))
-        assert check in failed, f"seed {seed}: the mistake was not caught; failed: {list(failed)}"
+    with Session(exercise, impl) as session:  # one worker for every seed
+        for seed in SEEDS:
+            session.seed = seed
+            failed = _failed(foundations.run(exercise, impl, session))
+            assert check in failed, f"seed {seed}: not caught; failed: {list(failed)}"
 
 
 def test_padding_counted_in_the_tile_plan_gets_the_edge_hint(tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from learning.check import measurement
+from learning.check.remote import Session
 from learning.report.stats import paired
 from reference.measurement import PairedSpeedup, paired_speedup
 
@@ -28,14 +29,25 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_exercises  # noqa: E402
 
 
-def _learner(tmp_path: Path, monkeypatch, source: str) -> measurement.Learner:
-    """``source`` as ``<impl>.measurement`` under ``tmp_path``, loaded as the checker loads it."""
+@pytest.fixture
+def sessions():
+    """The worker sessions a test opened, closed when it ends."""
+    opened: list[Session] = []
+    yield opened
+    for session in opened:
+        session.close()
+
+
+def _learner(tmp_path: Path, sessions, source: str) -> measurement.Learner:
+    """``source`` as ``<impl>.measurement`` under ``tmp_path``, loaded as the checker loads it:
+    in a worker process of its own, called through it."""
     impl = f"paired_learner_{next(_counter)}"
     (tmp_path / impl).mkdir()
     (tmp_path / impl / "__init__.py").write_text("")
     (tmp_path / impl / "measurement.py").write_text(source)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    learner = measurement.load(impl)
+    session = Session("measurement", impl, extra_path=[tmp_path])
+    sessions.append(session)
+    learner = measurement.load(impl, session)
     assert isinstance(learner, measurement.Learner), learner
     return learner
 
@@ -55,17 +67,17 @@ def _failure(learner: measurement.Learner, seed: int) -> str:
     return str(failed.value)
 
 
-def test_the_reference_passes_on_every_seed(tmp_path, monkeypatch):
+def test_the_reference_passes_on_every_seed(tmp_path, sessions):
     """Does the reference pass the check, worked example, random rounds and refusals alike?"""
-    learner = _learner(tmp_path, monkeypatch, REFERENCE.read_text())
+    learner = _learner(tmp_path, sessions, REFERENCE.read_text())
     for seed in range(50):
         measurement.check_paired_speedup(learner, random.Random(seed))
 
 
-def test_the_untouched_stub_fails_with_its_todo(tmp_path, monkeypatch):
+def test_the_untouched_stub_fails_with_its_todo(tmp_path, sessions):
     """Does the stub as made fail with 'not written yet' and the TODO's teaching line?"""
     stub = make_exercises.render()["exercises/measurement.py"].decode()
-    message = _failure(_learner(tmp_path, monkeypatch, stub), seed=0)
+    message = _failure(_learner(tmp_path, sessions, stub), seed=0)
     assert "`paired_speedup`" in message and "is not written yet" in message
     assert "one ratio per round (zip), their median with summarize" in message
 
@@ -141,20 +153,20 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("name", MISTAKES)
-def test_each_mistake_fails_with_its_hint(name, tmp_path, monkeypatch):
+def test_each_mistake_fails_with_its_hint(name, tmp_path, sessions):
     """Does the check fail each mistaken version, naming that mistake, on every seed?"""
     changes, hint = MISTAKES[name]
-    learner = _learner(tmp_path, monkeypatch, _mistake(*changes))
+    learner = _learner(tmp_path, sessions, _mistake(*changes))
     for seed in SEEDS:
         message = _failure(learner, seed)
         assert "input:    paired_speedup(" in message and "expected: " in message, message
         assert hint in message, f"seed {seed}: {message}"
 
 
-def test_a_refused_input_shows_what_came_back_instead(tmp_path, monkeypatch):
+def test_a_refused_input_shows_what_came_back_instead(tmp_path, sessions):
     """Does a missing refusal say ValueError was expected, and what the function did instead?"""
     changes, _ = MISTAKES["samples not checked"]
-    message = _failure(_learner(tmp_path, monkeypatch, _mistake(*changes)), seed=0)
+    message = _failure(_learner(tmp_path, sessions, _mistake(*changes)), seed=0)
     assert "expected: ValueError" in message
     assert "got:      it returned PairedSpeedup(" in message
 

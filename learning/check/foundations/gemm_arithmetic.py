@@ -13,7 +13,6 @@ import torch
 from learning import ops
 from learning.check.foundations.support import (
     Check,
-    Dispatches,
     Learner,
     choice,
     close,
@@ -93,20 +92,68 @@ def _several_tiles_case(rng: random.Random) -> tuple[tuple[int, int, int], tuple
     return random_shape(rng, 3, 20, 90), tuple(rng.choice([8, 16]) for _ in range(3))
 
 
+def _k_steps_case(rng: random.Random) -> tuple[torch.Tensor, torch.Tensor, tuple[int, ...]]:
+    """Inputs on which a float16 accumulator's result shows every K step: ``a`` is ones, the
+    first K tile of ``b`` sums to 2048 and the rest holds random 0s and 1s. Every tile product
+    is a whole number below 2048 (exact in any order), but above 2048 float16 keeps only even
+    numbers, so each step's rounding, and so the result, depends on where the steps fall.
+    Drawn again until one big product differs from the tile-by-tile result."""
+    while True:
+        shape, tiles = _several_tiles_case(rng)
+        m, n, k = shape
+        tile_k = tiles[2]
+        generator = torch.Generator().manual_seed(rng.randrange(2**31))
+        b = torch.randint(0, 2, (k, n), generator=generator).to(torch.float16)
+        b[:tile_k] = 2048 / tile_k
+        a = torch.ones((m, k), dtype=torch.float16)
+        if not torch.equal(_k_steps(a, b, tile_k), (a.float() @ b.float()).half()):
+            return a, b, (*shape, *tiles)
+
+
+def _k_steps(a: torch.Tensor, b: torch.Tensor, tile_k: int) -> torch.Tensor:
+    """The float16 accumulation of one product per K step (every product here is exact)."""
+    accumulator = torch.zeros((a.shape[0], b.shape[1]), dtype=torch.float16)
+    for depth in range(0, a.shape[1], tile_k):
+        step = a[:, depth : depth + tile_k].float() @ b[depth : depth + tile_k].float()
+        accumulator = (accumulator.float() + step).half()
+    return accumulator
+
+
 def _check_blocked_tiles(learner: Learner, rng: random.Random) -> None:
+    a, b, (m, n, k, *tiles) = _k_steps_case(rng)
+    got = learner.blocked_matmul(a, b, *tiles, accumulate_dtype=torch.float16)
+    want = _k_steps(a, b, tiles[2])
+    label = (
+        f"M, N, K = {(m, n, k)}, tiles (m, n, k) = {tuple(tiles)}, accumulate_dtype=float16; "
+        "a = ones, b: whole numbers whose running float16 sum rounds at every K step"
+    )
+    if isinstance(got, torch.Tensor) and got.shape == want.shape and torch.equal(got, want):
+        return
+    hint = (
+        "one `a_tile @ b_tile` per (row tile, column tile, K step), added into the float16 "
+        "accumulator after each K step: not one big a @ b, the loop structure is the lesson"
+    )
+    if isinstance(got, torch.Tensor) and torch.equal(got, (a.float() @ b.float()).half()):
+        hint = "the result is one big a @ b rounded once: " + hint
+    shown = got.flatten()[:4].tolist() if isinstance(got, torch.Tensor) else got
+    fail(label, f"the tile-by-tile result, first values {want.flatten()[:4].tolist()}", shown,
+         hint)  # fmt: skip
+
+
+def _report_tile_products(learner: Learner, rng: random.Random) -> None:
+    """No points: the count comes from the learner's process, which could report anything."""
     shape, tiles = _several_tiles_case(rng)
     inputs = ops.get("matmul").inputs(shape, torch.float32, seed=rng.randrange(2**31))
-    with Dispatches() as trace:
-        learner.blocked_matmul(inputs["a"], inputs["b"], *tiles)
-    products = sum(1 for name, _ in trace.calls if name in ("mm", "addmm", "matmul", "bmm"))
+    _, calls = learner.traced("blocked_matmul", inputs["a"], inputs["b"], *tiles)
+    products = sum(1 for name, _ in calls if name in ("mm", "addmm", "matmul", "bmm"))
     want = math.prod(math.ceil(size / tile) for size, tile in zip(shape, tiles, strict=True))
     if products != want:
         fail(
             f"M, N, K = {shape}, tiles (m, n, k) = {tiles}",
             f"{want} tile products (ceil(M/tile_m) * ceil(N/tile_n) * ceil(K/tile_k))",
-            products,
-            "one `a_tile @ b_tile` per (row tile, column tile, K step), "
-            "not one big a @ b: the loop structure is the lesson",
+            f"{products}, as the check process counted them",
+            "one `a_tile @ b_tile` per (row tile, column tile, K step): a GPU kernel's "
+            "programs each own one output tile",
         )
 
 
@@ -216,6 +263,8 @@ CHECKS = (
     ),
     Check("blocked_matmul matches the oracle on irregular shapes", _check_blocked_oracle),
     Check("blocked_matmul multiplies tile by tile", _check_blocked_tiles),
+    Check("blocked_matmul makes one product per tile (as its process reports)",
+          _report_tile_products, points=0.0),  # fmt: skip
     Check("blocked_matmul accumulates in accumulate_dtype", _check_blocked_accumulation),
     Check("tile_plan_bytes counts every panel read", _check_tile_plan),
     Check("reduced_precision_reduction", _check_reduced_precision),

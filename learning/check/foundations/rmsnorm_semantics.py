@@ -14,12 +14,12 @@ from learning import ops
 from learning.check.foundations.support import (
     HALF_DTYPES,
     Check,
-    Dispatches,
     Learner,
     fail,
     random_shape,
     show,
 )
+from learning.check.tracing import Dispatches
 from learning.correctness import compare
 
 

@@ -1,8 +1,8 @@
-"""What every foundations check uses: the guarded learner module, failures that teach, tracing.
+"""What every foundations check uses: the learner's module through the worker, failures that teach.
 
 A check is a function ``(learner, rng) -> None`` that returns when the learner's code is right
-and calls :func:`fail` (input, expected, got, hint) when it is not. :class:`Learner` wraps the
-learner's module so that every call into it has a time limit and any exception, or a
+and calls :func:`fail` (input, expected, got, hint) when it is not. :class:`Learner` is the
+learner's module as the worker runs it: every call has a time limit and any exception, or a
 NotImplementedError left by the exercise stub, becomes a failure with a message.
 """
 
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import math
 import random
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, NoReturn
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from learning.check.worker import call_with_limit
+from learning.check.remote import CallTimedOut, Outcome, ProcessDied, RemoteModule
 
 CALL_LIMIT_S = 5.0  # per call into the learner's code; the whole exercise runs in a few seconds
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -34,51 +31,71 @@ def fail(input: str, expected: Any, got: Any, hint: str) -> NoReturn:
 
 
 class Learner:
-    """The learner's module, with every call guarded: a time limit, exceptions become failures."""
+    """The learner's module, called through the worker: a time limit on every call, exceptions
+    become failures. The module is never imported here; ``learner.element_size(dtype)`` sends
+    the call, and what comes back is data (:mod:`learning.check.protocol`)."""
 
-    def __init__(self, module: ModuleType):
+    def __init__(self, module: RemoteModule):
         self.module = module
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self.module, name, None)
-        if value is None:
+        try:
+            exists, is_callable, value = self.module.attribute(name, CALL_LIMIT_S)
+        except ProcessDied as died:
+            raise Failed(f"looking up {name} ended the check process: {died.reason}") from None
+        except CallTimedOut:
+            raise Failed(f"looking up {name} did not finish within {CALL_LIMIT_S:g} s") from None
+        if not exists or (not is_callable and value is None):
             raise Failed(f"{self.module.__name__} has no {name}; restore it from reference/")
-        if not callable(value):
+        if not is_callable:
             return value
-        return lambda *args, **kwargs: self._call(name, value, args, kwargs)
+        return lambda *args, **kwargs: self._call(name, args, kwargs).value
 
-    def _call(self, name: str, function: Callable, args: tuple, kwargs: dict) -> Any:
-        outcome = call_with_limit(function, *args, limit_s=CALL_LIMIT_S, **kwargs)
+    def traced(self, name: str, *args, **kwargs) -> tuple[Any, list[tuple[str, int]]]:
+        """``name(*args, **kwargs)`` and the PyTorch operators it ran, as the worker reports
+        them: a hint for a message, never a verdict (the learner's process could say anything)."""
+        outcome = self._call(name, args, kwargs, report="dispatches")
+        report = outcome.report if isinstance(outcome.report, list) else []
+        calls = [
+            (str(item[0]), int(item[1])) for item in report
+            if isinstance(item, list | tuple) and len(item) == 2 and type(item[1]) is int
+        ]  # fmt: skip
+        return outcome.value, calls
+
+    def _call(self, name: str, args: tuple, kwargs: dict, report: str | None = None) -> Outcome:
+        shown = ", ".join([*map(show, args), *(f"{k}={show(v)}" for k, v in kwargs.items())])
+        try:
+            outcome = self.module.call(name, args, kwargs, limit_s=CALL_LIMIT_S, report=report)
+        except ProcessDied as died:
+            fail(
+                f"{name}({shown})", "a return value", f"the check process ended: {died.reason}",
+                "a crash, or os._exit(), in your code; call it yourself in the notebook",
+            )
         if outcome.timed_out:
             raise Failed(
                 f"{name} did not return within {CALL_LIMIT_S:g} s; look for a loop that never ends"
             )
-        if isinstance(outcome.error, NotImplementedError):
-            todo = str(outcome.error).split(": ", 1)[-1] if str(outcome.error) else ""
+        error = outcome.error
+        if isinstance(error, NotImplementedError):
+            todo = str(error).split(": ", 1)[-1] if str(error) else ""
             message = f"not done yet, start at {name}() in {self.module.__name__}"
             raise Failed(message + (f"\nTODO: {todo}" if todo else ""))
-        if outcome.error is not None:
-            shown = ", ".join([*map(show, args), *(f"{k}={show(v)}" for k, v in kwargs.items())])
-            error = outcome.error
+        if error is not None:
             fail(
                 f"{name}({shown})",
                 "a return value",
                 f"{type(error).__name__}: {error}",
-                self._where(error)
-                + "; call it yourself in the notebook to see the whole traceback",
+                _where(error) + "; call it yourself in the notebook to see the whole traceback",
             )
-        return outcome.value
+        return outcome
 
-    def _where(self, error: BaseException) -> str:
-        """The innermost line of the learner's file in the error's traceback."""
-        learner_file = getattr(self.module, "__file__", None)
-        frames = [
-            f for f in traceback.extract_tb(error.__traceback__) if f.filename == learner_file
-        ]
-        if not frames:
-            return "the error came from a library your code called"
-        frame = frames[-1]
-        return f"it was raised at line {frame.lineno} of {frame.filename}: `{frame.line}`"
+
+def _where(error: BaseException) -> str:
+    """The innermost line of the learner's files in the error's traceback."""
+    frame = getattr(error, "learner_frame", None)
+    if frame is None:
+        return "the error came from a library your code called"
+    return f"it was raised at line {frame.line} of {frame.path}: `{frame.text}`"
 
 
 def show(value: Any) -> str:
@@ -108,22 +125,6 @@ def choice(
         fail(f"{function}()", "another choice", f"{got!r}: {choices[got.strip().lower()]}", why)
 
 
-class Dispatches(TorchDispatchMode):
-    """Records each ATen operator that runs, with the bytes of its tensor inputs and outputs."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls: list[tuple[str, int]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        tensors = [a for a in [*args, *(kwargs or {}).values()] if isinstance(a, torch.Tensor)]
-        outputs = out if isinstance(out, tuple | list) else (out,)
-        moved = sum(t.nbytes for t in [*tensors, *outputs] if isinstance(t, torch.Tensor))
-        self.calls.append((func.overloadpacket.__name__, moved))
-        return out
-
-
 def random_shape(
     rng: random.Random, dims: int = 2, low: int = 1, high: int = 3000
 ) -> tuple[int, ...]:
@@ -132,7 +133,12 @@ def random_shape(
 
 @dataclass(frozen=True)
 class Check:
-    """One graded check: its name (shown to the learner) and the function that runs it."""
+    """One graded check: its name (shown to the learner) and the function that runs it.
+
+    ``points`` 0 makes it a report: it passes or fails on what the worker says it saw (how
+    the learner's function used PyTorch), which the learner's process could forge, so it
+    earns nothing either way."""
 
     name: str
     function: Callable[[Learner, random.Random], None]
+    points: float = 1.0

@@ -3,9 +3,9 @@
 Each check calls the learner's functions on the lesson's worked examples first, then on fresh
 random inputs (new values every run), so a function that returns the worked answer cannot
 pass. Byte and FLOP counts are compared with the op registry (``learning.ops``): the registry
-stays the one place those formulas live. Every call into the learner's code goes through
-:func:`~learning.check.worker.call_with_limit`, so a loop that never ends costs one check,
-not the whole run.
+stays the one place those formulas live. The learner's file is never imported here: every call
+is a request to the worker process (:class:`~learning.check.remote.RemoteModule`) with a time
+limit of its own, so a loop that never ends costs one check, not the whole run.
 
 A failed check says, in order: the input, what was expected, what came back, and a hint. The
 hints know the usual mistakes (a factor of 1000 from milliseconds, an inverted ratio, a
@@ -34,7 +34,8 @@ from learning.check.measurement.samples import (
 )
 from learning.check.measurement.support import PARAMETERS, Check, Failed, Learner, load
 from learning.check.model import CheckResult
-from learning.check.seeds import replay_note, run_seed
+from learning.check.remote import Session
+from learning.check.seeds import replay_note
 
 CHECKS = (
     Check("speedup", 1, check_speedup),
@@ -50,10 +51,14 @@ CHECKS = (
 )
 
 
-def run(exercise: str, impl: str) -> list[CheckResult]:
-    """The check-module contract: every check of ``exercise`` against ``<impl>/measurement.py``."""
-    learner = load(impl)
-    seed = run_seed(2**32)
+def run(exercise: str, impl: str, session: Session | None = None) -> list[CheckResult]:
+    """The check-module contract: every check of ``exercise`` against ``<impl>/measurement.py``,
+    through ``session``'s worker (a session of its own when None)."""
+    if session is None:
+        with Session(exercise, impl) as own:
+            return run(exercise, impl, own)
+    learner = load(impl, session)
+    seed = session.seed
     rng = random.Random(seed)  # fresh inputs every run, unless LEARNING_CHECK_SEED replays one
     results = []
     for index, check in enumerate(CHECKS):

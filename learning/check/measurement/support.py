@@ -4,18 +4,22 @@ what came back, the op registry's counts, and the small helpers that draw and pr
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import math
 import numbers
 import random
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
-from learning.check.worker import Outcome, call_with_limit
+from learning.check.remote import (
+    CallTimedOut,
+    Outcome,
+    ProcessDied,
+    RemoteModule,
+    Session,
+    log_lines,
+)
 
 CALL_LIMIT_S = 2.0  # each call into the learner's code
 IMPORT_LIMIT_S = 10.0
@@ -59,7 +63,9 @@ def failure(call: str, expected: object, got: object, hint: str) -> Failed:
 
 @dataclass(frozen=True)
 class Learner:
-    module: ModuleType
+    """The learner's measurement module, called through the worker (it is never imported here)."""
+
+    module: RemoteModule
     path: str  # as messages show it, e.g. exercises/measurement.py
 
     def call(self, function: str, *args, **kwargs) -> object:
@@ -74,15 +80,26 @@ class Learner:
         """What the learner's ``function`` did on these arguments, an error included (for the
         inputs it must refuse); :class:`Failed` when it is missing, unwritten or never returns."""
         text = call_text(function, args, kwargs)
-        fn = getattr(self.module, function, None)
-        if not callable(fn):
+        try:
+            exists, is_callable, _ = self.module.attribute(function, CALL_LIMIT_S)
+            outcome = (
+                self.module.call(function, args, kwargs, limit_s=CALL_LIMIT_S)
+                if exists and is_callable else None
+            )  # fmt: skip
+        except ProcessDied as died:
+            raise Failed(
+                f"input:    {text}\nthe check process running `{function}` ended: "
+                f"{died.reason}.{log_lines(died.log_tail, 5)}"
+            ) from None
+        except CallTimedOut:
+            outcome = Outcome(timed_out=True)
+        if outcome is None:
             names = ", ".join(p for p in PARAMETERS[function])
             raise Failed(
                 f"{self.path} has no function `{function}`.\n"
                 f"hint:     the lesson asks for `def {function}({names})`; check the spelling, and "
                 "that it is defined at the top level of the file, not inside another function."
             )
-        outcome = call_with_limit(fn, *args, limit_s=CALL_LIMIT_S, **kwargs)
         if outcome.timed_out:
             raise Failed(
                 f"input:    {text}\n"
@@ -137,13 +154,10 @@ class Learner:
         return f"input:    {text}\n`{function}` raised {kind}: {error}{where}\nhint:     {hint}"
 
     def _line_of(self, error: BaseException) -> str:
-        source = getattr(self.module, "__file__", None)
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == source]
-        if not frames:
+        frame = getattr(error, "learner_frame", None)
+        if frame is None:
             return ""
-        frame = frames[-1]
-        line = (frame.line or "").strip()
-        return f" ({self.path}, line {frame.lineno}, in {frame.name}: `{line}`)"
+        return f" ({frame.path}, line {frame.line}, in {frame.function}: `{frame.text}`)"
 
 
 def call_text(function: str, args: Sequence[object], kwargs: dict) -> str:
@@ -153,14 +167,14 @@ def call_text(function: str, args: Sequence[object], kwargs: dict) -> str:
     return f"{function}({', '.join(shown)})"
 
 
-def load(impl: str) -> Learner | str:
-    """Import ``<impl>.measurement``; a message instead when it cannot be imported."""
+def load(impl: str, session: Session) -> Learner | str:
+    """Import ``<impl>.measurement`` in the session's worker; a message when it cannot be."""
     name = f"{impl}.measurement"
     path = _display_path(impl)
-    outcome = call_with_limit(importlib.import_module, name, limit_s=IMPORT_LIMIT_S)
+    module = RemoteModule(session, name)
+    outcome = module.load(IMPORT_LIMIT_S)
     if outcome.returned:
-        module = outcome.value
-        return Learner(module, _relative(getattr(module, "__file__", None) or path))
+        return Learner(module, outcome.value)
     if outcome.timed_out:
         return (
             f"importing {path} did not finish within {IMPORT_LIMIT_S:g} s.\n"
@@ -172,7 +186,7 @@ def load(impl: str) -> Learner | str:
         line = (error.text or "").rstrip("\n")
         caret = " " * max((error.offset or 1) - 1 - (len(line) - len(line.lstrip())), 0) + "^"
         return (
-            f"{_relative(error.filename or path)} has a syntax error at line {error.lineno}: "
+            f"{error.filename or path} has a syntax error at line {error.lineno}: "
             f"{error.msg}\n    {line.strip()}\n    {caret}\n"
             "hint:     Python runs none of the file until this is fixed. The mistake may sit just "
             "before the line named: an unclosed bracket or quote, a missing colon."

@@ -1,0 +1,429 @@
+"""The checker's side of the worker: start it, ask it, time it, and read what it says as data.
+
+:class:`Child` is one process spoken to over two pipes of its own (requests in, replies out;
+its stdout and stderr are a log whose tail failure messages quote). It is started as
+``python -c <bootstrap>`` with stdin closed, in a session of its own (so a kill ends its
+children too), with a clean environment: ``PATH``, ``HOME``, locale, temporary directories,
+the CUDA and Triton settings and a ``PYTHONPATH`` to the course and the learner's package,
+never the checker's seed (``LEARNING_CHECK_SEED``). Every request has a time limit enforced
+here: past it the process group is killed, the request fails with the limit in its message,
+and the next request starts a fresh process.
+
+:class:`Session` is one exercise run: the run seed (which only this side knows), the worker
+for the learner's code, the deadline for the whole exercise. :class:`RemoteModule` is the
+learner's module as the checks call it: ``module.call("speedup", 10.0, 5.0)`` sends the
+request and returns an :class:`Outcome` built from the decoded reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from learning.check import protocol
+from learning.check.seeds import replay_seed
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER_PROGRAM = Path(__file__).with_name("worker.py")
+STARTUP_LIMIT_S = 120.0  # importing torch (and triton) in a fresh process, on a loaded machine
+LOG_TAIL_BYTES = 16_384
+_KEPT_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TEMP", "TMP",
+                   "SYSTEMROOT", "LD_LIBRARY_PATH")  # fmt: skip
+_KEPT_PREFIXES = ("LC_", "CUDA_", "TRITON_", "NVIDIA_", "HIP_", "ROCR_")
+
+
+class CallTimedOut(Exception):
+    """A request did not finish within its limit; the process was killed."""
+
+    def __init__(self, limit_s: float):
+        super().__init__(f"did not return within {limit_s:g} s")
+        self.limit_s = limit_s
+
+
+class ProcessDied(Exception):
+    """The process ended (a crash, ``os._exit``, a kill) before it replied."""
+
+    def __init__(self, reason: str, log_tail: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+class TimeUp(BaseException):
+    """The exercise's whole time limit is spent. A BaseException, so that no check's
+    ``except Exception`` takes it for its own failure: the runner reports it."""
+
+    def __init__(self, limit_s: float, log_tail: str):
+        super().__init__(f"did not finish within {limit_s:g} s")
+        self.limit_s = limit_s
+        self.log_tail = log_tail
+
+
+def clean_environment(extra_path: Sequence[Path | str] = ()) -> dict[str, str]:
+    """The child's environment: see the module docstring."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if key in _KEPT_VARIABLES or key.startswith(_KEPT_PREFIXES)
+    }  # fmt: skip
+    env["PYTHONPATH"] = os.pathsep.join(_python_path(extra_path))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _python_path(extra_path: Sequence[Path | str]) -> list[str]:
+    """The course, ``extra_path``, then what this process has on ``sys.path`` outside the
+    Python installation (a test's temporary package, a caller's own folders)."""
+    installed = {Path(p).resolve() for p in sysconfig.get_paths().values() if p}
+    installed |= {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    entries = [str(REPO), *map(str, extra_path)]
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if entry and path.is_dir() and not any(path.is_relative_to(i) for i in installed):
+            entries.append(str(path))
+    return list(dict.fromkeys(entries))
+
+
+# --------------------------------------------------------------------------- one process
+
+
+class Child:
+    """One process running a program read from a pipe, answering framed requests.
+
+    ``program`` is the text the bootstrap runs; ``entry`` the call it then makes, with the
+    three file descriptors (program, requests, replies) filled in, e.g. ``main({}, {}, {},
+    True)``.
+    """
+
+    def __init__(self, program: str, entry: str, env: dict[str, str], name: str):
+        self.program, self.entry, self.env, self.name = program, entry, env, name
+        self.process: subprocess.Popen | None = None
+        self._log: deque[bytes] = deque()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, limit_s: float = STARTUP_LIMIT_S) -> None:
+        program_r, program_w = os.pipe()
+        requests_r, requests_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        entry = self.entry.format(program_r, requests_r, replies_w)
+        bootstrap = f"import os;exec(compile(os.fdopen({program_r},'rb').read(),'<program>'," \
+                    f"'exec'));{entry}"  # fmt: skip
+        self._log = deque()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", bootstrap], cwd=REPO, env=self.env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(program_r, requests_r, replies_w), start_new_session=True,
+            )  # fmt: skip
+        finally:
+            for fd in (program_r, requests_r, replies_w):
+                os.close(fd)
+        self._requests, self._replies = requests_w, replies_r
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        with os.fdopen(program_w, "wb") as pipe:
+            try:
+                pipe.write(self.program.encode("utf-8"))
+            except BrokenPipeError:
+                pass
+        ready = self._receive(time.monotonic() + limit_s, limit_s)
+        if ready.get("ready") is not True:
+            self.kill()
+            raise ProcessDied(f"the {self.name} did not start as expected", self.log_tail())
+
+    def request(self, message: dict, limit_s: float) -> dict:
+        """Send ``message``; the decoded reply (a dict), or CallTimedOut / ProcessDied /
+        protocol.BadReply."""
+        if not self.running:
+            self.start()
+        deadline = time.monotonic() + limit_s
+        try:
+            protocol.write_frame(self._requests, protocol.dumps(message), deadline)
+        except protocol.FrameTimeout:
+            self.kill()
+            raise CallTimedOut(limit_s) from None
+        except protocol.ChannelClosed:
+            raise self._died() from None
+        return self._receive(deadline, limit_s)
+
+    def _receive(self, deadline: float, limit_s: float) -> dict:
+        try:
+            payload = protocol.read_frame(self._replies, deadline, protocol.MAX_REPLY_BYTES)
+        except protocol.FrameTimeout:
+            self.kill()
+            raise CallTimedOut(limit_s) from None
+        except (protocol.ChannelClosed, OSError):
+            raise self._died() from None
+        except protocol.BadReply:
+            self.kill()
+            raise
+        try:
+            reply = protocol.loads(payload)
+        except protocol.BadReply:
+            self.kill()  # a process that speaks out of turn is not asked again
+            raise
+        if type(reply) is not dict:
+            self.kill()
+            raise protocol.BadReply("a reply that is not a dict")
+        return reply
+
+    def _died(self) -> ProcessDied:
+        process = self.process
+        try:
+            code = process.wait(timeout=5) if process else None
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = None
+        self._close()
+        if code is not None and code < 0:
+            reason = f"it was killed by {_signal_name(-code)}"
+            if -code == signal.SIGSEGV:
+                reason += (
+                    " (a segmentation fault: the code it ran read or wrote memory it does not "
+                    "own; look for ctypes, or a kernel pointer offset past the end of a tensor)"
+                )
+        elif code is not None:
+            reason = (
+                f"it ended (exit status {code}) without replying; does the code call "
+                "sys.exit() or os._exit(), or close file descriptors it did not open?"
+            )
+        else:
+            reason = "it closed its reply pipe without replying"
+        return ProcessDied(reason, self.log_tail())
+
+    def kill(self) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                process.kill()
+        if process is not None:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close()
+
+    def _close(self) -> None:
+        for name in ("_requests", "_replies"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, None)
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        self.process = None
+
+    def close(self) -> None:
+        self.kill()
+
+    def _drain(self) -> None:
+        stream, kept = self.process.stdout, 0
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            self._log.append(chunk)
+            kept += len(chunk)
+            while kept - len(self._log[0]) >= LOG_TAIL_BYTES:
+                kept -= len(self._log.popleft())
+        stream.close()
+
+    def log_tail(self) -> str:
+        text = b"".join(self._log).decode("utf-8", "replace")[-LOG_TAIL_BYTES:]
+        return text
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def log_lines(log_tail: str, count: int = 15) -> str:
+    """The last lines a process wrote, indented, for a failure message ('' if none)."""
+    lines = [line for line in log_tail.splitlines() if line.strip()][-count:]
+    if not lines:
+        return ""
+    return "\nLast lines it wrote:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+# --------------------------------------------------------------------------- one exercise run
+
+
+def derive_seed(seed: int, *labels: object) -> int:
+    """A seed of its own for one input, from the run seed and labels naming the input."""
+    text = "/".join(map(str, (seed, *labels))).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") >> 2
+
+
+class Session:
+    """One exercise run on the checker's side: its seed, its worker and its deadline.
+
+    ``seed`` is the caller's (the grader passes its own), else ``LEARNING_CHECK_SEED``, else a
+    fresh one. ``time_limit_s`` bounds the whole run: a request that would outlast it raises
+    :class:`TimeUp`. ``kernels`` makes the worker ready to record Triton launches.
+    """
+
+    def __init__(self, exercise: str, impl: str = "exercises", *,
+                 extra_path: Sequence[Path | str] = (), seed: int | None = None,
+                 time_limit_s: float | None = None, kernels: bool = False):  # fmt: skip
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
+        self.exercise, self.impl = exercise, impl
+        self.extra_path = tuple(extra_path)
+        replayed = replay_seed()
+        self.seed = seed if seed is not None else (
+            replayed if replayed is not None else secrets.randbelow(2**31)
+        )
+        self.time_limit_s = time_limit_s
+        self._deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+        self.kernels = kernels
+        self.worker = Child(
+            WORKER_PROGRAM.read_text(encoding="utf-8"),
+            "main({}, {}, {}, " + ("True" if kernels else "False") + ")",
+            clean_environment(self.extra_path), "check process",
+        )  # fmt: skip
+        self.starts = 0  # worker processes started: more than one after a time-out or crash
+
+    def time_left(self) -> float | None:
+        return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def ask(self, message: dict, limit_s: float) -> dict:
+        """The worker's reply to ``message``, within ``limit_s`` and the exercise's deadline."""
+        if not self.worker.running:
+            self._start()
+        left = self.time_left()
+        if left is not None and left <= 0:
+            raise TimeUp(self.time_limit_s, self.worker.log_tail())
+        bounded = limit_s if left is None else min(limit_s, left)
+        try:
+            return self.worker.request(message, bounded)
+        except CallTimedOut:
+            if bounded < limit_s:
+                raise TimeUp(self.time_limit_s, self.worker.log_tail()) from None
+            raise
+
+    def _start(self) -> None:
+        left = self.time_left()
+        if left is not None and left <= 0:
+            raise TimeUp(self.time_limit_s, self.worker.log_tail())
+        limit = STARTUP_LIMIT_S if left is None else min(STARTUP_LIMIT_S, left)
+        self.starts += 1
+        try:
+            self.worker.start(limit)
+        except CallTimedOut:
+            if limit < STARTUP_LIMIT_S:
+                raise TimeUp(self.time_limit_s, self.worker.log_tail()) from None
+            message = f"it did not start within {limit:g} s"
+            raise ProcessDied(message, self.worker.log_tail()) from None
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one remote call did: returned ``value``, raised ``error``, or ran out of time.
+
+    ``args``/``kwargs``: the arguments as the call left them (a function may sort a list it
+    was given); ``report``: what the worker saw while it ran, when asked (a hint only)."""
+
+    value: Any = None
+    error: BaseException | None = None
+    timed_out: bool = False
+    args: tuple = ()
+    kwargs: dict | None = None
+    report: Any = None
+
+    @property
+    def returned(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+class RemoteModule:
+    """A module of the learner's package, called through the session's worker."""
+
+    def __init__(self, session: Session, name: str):
+        self.session, self.__name__ = session, name
+        self._attributes: dict[str, tuple[bool, bool, Any]] = {}
+
+    def load(self, limit_s: float) -> Outcome:
+        """Import the module: its shown file path, or the import's error, or a time-out."""
+        try:
+            reply = self.session.ask({"kind": "import", "module": self.__name__}, limit_s)
+        except CallTimedOut:
+            return Outcome(timed_out=True)
+        if reply.get("ok") is True:
+            return Outcome(value=str(reply.get("file")))
+        return Outcome(error=protocol.revive_error(reply.get("error")))
+
+    def attribute(self, name: str, limit_s: float) -> tuple[bool, bool, Any]:
+        """``(exists, callable, value)``; the value only for what is not callable."""
+        if name not in self._attributes:
+            message = {"kind": "attribute", "module": self.__name__, "name": name}
+            reply = self.session.ask(message, limit_s)
+            if reply.get("ok") is not True:
+                raise protocol.revive_error(reply.get("error"))
+            value = protocol.revive(reply.get("value"))
+            self._attributes[name] = (reply.get("found") is True, reply.get("callable") is True,
+                                      value)  # fmt: skip
+        return self._attributes[name]
+
+    def call(self, function: str, args: Sequence, kwargs: dict, *, limit_s: float,
+             report: str | None = None) -> Outcome:  # fmt: skip
+        """``function(*args, **kwargs)`` in the worker. A list or dict argument is updated in
+        place to what the call left it as, so that a check sees a caller's list the function
+        sorted; raises ProcessDied when the worker dies in the call."""
+        message = {
+            "kind": "call", "module": self.__name__, "function": function,
+            "package": self.session.impl, "report": report,
+            "args": protocol.to_plain(list(args), copy=False),
+            "kwargs": protocol.to_plain(dict(kwargs), copy=False),
+        }  # fmt: skip
+        try:
+            reply = self.session.ask(message, limit_s)
+        except CallTimedOut:
+            return Outcome(timed_out=True)
+        if reply.get("ok") is not True:
+            return Outcome(error=protocol.revive_error(reply.get("error")))
+        after = protocol.revive(reply.get("args"))
+        after_kwargs = protocol.revive(reply.get("kwargs"))
+        for given, left in [*zip(args, after or (), strict=False),
+                            *((kwargs[k], v) for k, v in (after_kwargs or {}).items()
+                              if k in kwargs)]:  # fmt: skip
+            _update_in_place(given, left)
+        return Outcome(value=protocol.revive(reply.get("value")), args=tuple(after or ()),
+                       kwargs=after_kwargs, report=reply.get("report"))  # fmt: skip
+
+
+def _update_in_place(given: Any, left: Any) -> None:
+    if type(given) is list and type(left) is list:
+        given[:] = left
+    elif type(given) is dict and type(left) is dict:
+        given.clear()
+        given.update(left)

@@ -1,0 +1,311 @@
+"""Replays of recorded kernel launches, in a process of their own, for the kernel checks.
+
+The kernel checker hands each recorded call to :class:`ReplayService`: one replay process per
+exercise run, which imports only :mod:`learning.check.replay` and the kernels extracted from
+the learner's files (never the learner's modules), and answers one replay at a time. The
+replays run in a background thread, so that the worker and the replay process work side by
+side; each has a time limit (a kernel that loops forever on some inputs is stopped, and the
+next replay gets a fresh process), and their results are read as untrusted data like the
+worker's (:mod:`learning.check.protocol`): the replayed kernels are the learner's code too.
+
+:func:`main` is the replay process's side (``replay`` requests, answered with
+:func:`learning.check.replay.replay`'s result).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from learning.check import protocol
+from learning.check.kernel_guards import _span
+from learning.check.remote import (
+    STARTUP_LIMIT_S,
+    CallTimedOut,
+    Child,
+    ProcessDied,
+    Session,
+    TimeUp,
+    clean_environment,
+)
+
+_PROGRAM = "from learning.check.replaying import main\n"
+
+
+@dataclass
+class Replayed:
+    """One replay's result on the checker's side; ``error`` set when there is none."""
+
+    outputs: tuple = ()
+    unwritten: list[str] = field(default_factory=list)
+    stray_stores: list[str] = field(default_factory=list)
+    inputs_changed: list[str] = field(default_factory=list)
+    error: str | None = None  # why the trace could not be replayed (or did not finish)
+
+
+class ReplayService:
+    """The exercise run's replay process, fed from a queue (see the module docstring)."""
+
+    def __init__(self, session: Session, bundle: dict, device: str, limit_s: float):
+        self.session, self.bundle, self.device, self.limit_s = session, bundle, device, limit_s
+        self.child = Child(_PROGRAM, "main({}, {}, {})", clean_environment(), "replay process")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay")
+        self._loaded = False
+
+    def submit(self, trace: dict, described: list, inputs: dict) -> Future:
+        """Replay ``trace`` on ``inputs`` (poison fill); the future's result is a
+        :class:`Replayed`, or it raises :class:`~learning.check.remote.TimeUp`."""
+        return self._executor.submit(self._replay, trace, described, inputs)
+
+    def _replay(self, trace: dict, described: list, inputs: dict) -> Replayed:
+        left = self.session.time_left()
+        if left is not None and left <= 0:
+            raise TimeUp(self.session.time_limit_s, self.child.log_tail())
+        limit = self.limit_s if left is None else min(self.limit_s, left)
+        try:
+            if not self.child.running:
+                self.child.start(STARTUP_LIMIT_S if left is None else min(STARTUP_LIMIT_S, left))
+                self._loaded = False
+            if not self._loaded:
+                self._ask({"kind": "bundle", "bundle": self.bundle}, limit)
+                self._loaded = True
+            reply = self._ask({
+                "kind": "replay", "trace": trace, "outputs": described, "device": self.device,
+                "inputs": protocol.to_plain(inputs, copy=False),
+            }, limit)  # fmt: skip
+        except CallTimedOut:
+            if left is not None and limit >= left:
+                raise TimeUp(self.session.time_limit_s, self.child.log_tail()) from None
+            return Replayed(error=f"replaying your kernels did not finish within {limit:g} s")
+        except ProcessDied as died:
+            return Replayed(error=f"the replay process ended: {died.reason}")
+        except protocol.BadReply as bad:
+            return Replayed(error=f"the replay process's reply was refused: {bad}")
+        except _Refused as refused:
+            return Replayed(error=str(refused))
+        outputs = reply.get("outputs")
+        lists = [reply.get(k) for k in ("unwritten", "stray_stores", "inputs_changed")]
+        if type(outputs) is not list or not all(type(o) is protocol_tensor() for o in outputs):
+            return Replayed(error="the replay process's reply holds no outputs")
+        if not all(type(x) is list and all(type(s) is str for s in x) for x in lists):
+            return Replayed(error="the replay process's reply is malformed")
+        return Replayed(tuple(outputs), *lists)
+
+    def _ask(self, message: dict, limit: float) -> dict:
+        reply = self.child.request(message, limit)
+        if reply.get("ok") is not True:
+            raise _Refused(str(reply.get("error", "the replay failed"))[: protocol.TEXT_SHOWN])
+        return reply
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.child.close()
+
+    def __enter__(self) -> ReplayService:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+class _Refused(Exception):
+    """The replay process could not replay the trace; the message says why."""
+
+
+def protocol_tensor():
+    import torch
+
+    return torch.Tensor
+
+
+# --------------------------------------------------------------------------- the replay process
+
+
+def main(program: int, requests: int, replies: int) -> None:
+    """The replay process: answer ``bundle`` and ``replay`` requests until the pipe closes."""
+    from learning.check.replay import KernelSourceError, ReplayError
+    from learning.check.worker import one_intra_op_thread
+
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    one_intra_op_thread()
+    loaded: list[_LoadedKernels] = []
+
+    def handle(request: dict) -> dict:
+        if request["kind"] == "bundle":
+            loaded[:] = [_LoadedKernels(request["bundle"])]
+            return {"ok": True}
+        try:
+            result = loaded[0].replay(request["trace"], request["outputs"],
+                                      protocol.revive(request["inputs"]), request["device"])
+        except (ReplayError, KernelSourceError, ValueError) as error:
+            return {"ok": False, "error": str(error)}
+        return {
+            "ok": True, "outputs": [protocol.to_plain(o) for o in result.outputs],
+            "unwritten": result.unwritten, "stray_stores": result.stray_stores,
+            "inputs_changed": result.inputs_changed,
+        }  # fmt: skip
+
+    def describe(error: BaseException, request: dict) -> str:  # a kernel's own fault
+        return f"a replayed kernel raised {type(error).__name__}: {protocol.safe_text(str, error)}"
+
+    protocol.serve(requests, replies, handle, describe)
+    os._exit(0)
+
+
+class _LoadedKernels:
+    """The bundle's kernels, loaded once for the many replays of an exercise run.
+
+    :func:`learning.check.replay.replay` loads (and re-checks) the bundle on every call, which
+    costs more than a small replay itself; this is the same sequence of its steps with the
+    loading done once: parse the trace, bind its launches, make fresh poisoned buffers, launch,
+    check what was stored."""
+
+    def __init__(self, bundle: dict):
+        from learning.check.replay import KernelBundle, play
+
+        self.play = play
+        self.kernels = play._Kernels(KernelBundle.from_dict(bundle))
+
+    def replay(self, trace: dict, outputs: list, inputs: dict, device: str):
+        import torch
+
+        play = self.play
+        where = play._device(device)
+        plan = play._parse(trace, outputs, play.DEFAULT_MAX_BYTES)
+        bound = play._bind(self.kernels, plan)
+        memories = play._memories(plan, inputs, where, "poison", direct=False)
+        play._set_allocator(where)
+        for launch, function in bound:
+            play._launch(launch, function, memories)
+        if where.type == "cuda":
+            torch.cuda.synchronize(where)
+        result = play.ReplayResult(play._outputs(plan, memories))
+        play._check(result, memories)
+        return result
+
+
+_MAX_COPIED_BYTES = 1 << 30
+
+
+def copied_inputs(trace: dict, copies) -> tuple[dict, Callable[[dict], dict]]:
+    """The trace with each buffer the kernels read that holds only copies of inputs turned into
+    an input of its own, and how to make that input from the call's input values.
+
+    A wrapper may copy an input into memory it allocated before launching (the reference GEMM
+    aligns an operand's rows so: ``aligned.copy_(a)``). The recorder then sees a buffer that
+    PyTorch wrote (*opaque*), which a replay refuses. The worker reports each ``copy_``
+    (:func:`learning.check.worker._watching_copies`); when such a buffer's writes are copies of
+    inputs, the replay can make the same copies from the inputs it is given: a copy of input
+    values carries no answer, whatever the worker claims about it. Anything that does not fit
+    (a copy from elsewhere, a view outside the buffer) leaves the buffer opaque, and refused.
+    """
+    buffers = trace.get("buffers") if isinstance(trace, dict) else None
+    if not isinstance(buffers, list) or not isinstance(copies, list) or not copies:
+        return trace, lambda values: {}
+    by_id = {b.get("id"): b for b in buffers if isinstance(b, dict)}
+    plans: dict[int, list] = {}
+    for pair in copies:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(map(_is_view, pair))):
+            continue
+        to, source = pair
+        dest, origin = by_id.get(to["buffer"]), by_id.get(source["buffer"])
+        if not (isinstance(dest, dict) and isinstance(origin, dict)):
+            continue
+        if dest.get("kind") != "opaque" or origin.get("kind") != "input":
+            continue
+        if not _is_layout(origin) or to["dtype"] != source["dtype"]:
+            continue
+        plans.setdefault(to["buffer"], []).append((to, origin, source))
+    rewritten = []
+    made: dict[str, tuple] = {}
+    for buffer in buffers:
+        plan = plans.get(buffer.get("id")) if isinstance(buffer, dict) else None
+        dtype = _dtype(plan[0][0]["dtype"]) if plan else None
+        nbytes = buffer.get("nbytes") if plan else None
+        if not plan or dtype is None or type(nbytes) is not int or not 0 < nbytes <= (
+            _MAX_COPIED_BYTES) or nbytes % dtype.itemsize:  # fmt: skip
+            rewritten.append(buffer)
+            continue
+        name = f"copied_{buffer['id']}"
+        numel = nbytes // dtype.itemsize
+        made[name] = (dtype, numel, plan)
+        rewritten.append({**buffer, "kind": "input", "name": name, "dtype": plan[0][0]["dtype"],
+                          "size": [numel], "stride": [1], "fill": None})  # fmt: skip
+
+    def extra(values: dict) -> dict:
+        import torch
+
+        inputs = {}
+        for name, (dtype, numel, plan) in made.items():
+            flat = torch.full((numel,), float("nan"), dtype=dtype)
+            try:
+                for to, origin, source in plan:
+                    span = _span(tuple(origin["size"]), tuple(origin["stride"]))
+                    laid = torch.full((span,), float("nan"), dtype=dtype)
+                    laid.as_strided(origin["size"], origin["stride"]).copy_(values[origin["name"]])
+                    copied = laid.as_strided(source["shape"], source["stride"], source["offset"])
+                    flat.as_strided(to["shape"], to["stride"], to["offset"]).copy_(copied)
+            except (RuntimeError, KeyError, TypeError, ValueError, IndexError):
+                continue  # not a copy the checker can make: the buffer stays unreplayable
+            inputs[name] = flat
+        return inputs
+
+    return {**trace, "buffers": rewritten}, extra
+
+
+def _is_view(entry) -> bool:
+    return (
+        isinstance(entry, dict) and type(entry.get("buffer")) is int
+        and type(entry.get("offset")) is int and entry["offset"] >= 0
+        and _ints(entry.get("shape")) and _ints(entry.get("stride"))
+        and len(entry["shape"]) == len(entry["stride"]) and _dtype(entry.get("dtype")) is not None
+    )  # fmt: skip
+
+
+def _is_layout(buffer: dict) -> bool:
+    return (
+        _ints(buffer.get("size")) and _ints(buffer.get("stride"))
+        and len(buffer["size"]) == len(buffer["stride"]) and isinstance(buffer.get("name"), str)
+    )  # fmt: skip
+
+
+def _ints(value) -> bool:
+    return isinstance(value, list) and len(value) <= 8 and all(
+        type(v) is int and 0 <= v < 2**40 for v in value
+    )  # fmt: skip
+
+
+def _dtype(name):
+    import torch
+
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
+
+
+def kernel_sources(package_root: Path, folder: str = "kernels") -> dict[str, str]:
+    """The text of every module under ``<package_root>/<folder>``, keyed by its path relative
+    to the package root (what :func:`learning.check.replay.extract.extract_sources` takes): the
+    kernels' folder only, so that a mistake in another exercise's file cannot stop these."""
+    from learning.check.replay import KernelSourceError
+
+    root = Path(package_root)
+    real_root = root.resolve()
+    sources: dict[str, str] = {}
+    for path in sorted((root / folder).rglob("*.py")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts):
+            continue
+        if not path.resolve().is_relative_to(real_root):
+            raise KernelSourceError(f"{relative}: a link outside the package; only the "
+                                    "package's own files are read")  # fmt: skip
+        if all(p.removesuffix(".py").isidentifier() for p in relative.parts):
+            try:
+                sources[relative.as_posix()] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                raise KernelSourceError(f"{relative}: cannot be read: {error}") from None
+    return sources
