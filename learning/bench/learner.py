@@ -199,6 +199,9 @@ def _prepare_case(child, bundle, learner, spec, shape, dtype_name, seed, device,
         result = replay(bundle, trace, described, _detached(hidden), device=device)
     except ReplayError as error:
         return _unfinished_or(spec, name, learner, f"its launches cannot be replayed: {error}")
+    except Exception as error:  # a kernel that fails to compile or run when replayed
+        why = f"replaying its launches raised {type(error).__name__}: {_one_line(error)}"
+        return _unfinished_or(spec, name, learner, why)
     problems = [*result.unwritten, *result.stray_stores, *result.inputs_changed]
     if result.unwritten:
         what = f"left {'; '.join(result.unwritten)}"
@@ -219,8 +222,8 @@ def _prepare_case(child, bundle, learner, spec, shape, dtype_name, seed, device,
     del result, hidden
     try:
         program = ReplayProgram(bundle, trace, described, device=device)
-    except ReplayError as error:
-        return LearnerCase(reason=f"its launches cannot be replayed: {error}")
+    except Exception as error:
+        return LearnerCase(reason=f"its launches cannot be replayed: {_one_line(error)}")
 
     def call(inputs: dict) -> tuple:
         return tuple(program(**_detached(inputs)))
