@@ -50,7 +50,7 @@ from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
 from learning.report import consistency_problems, fingerprint_problems
 
-ENGINE_ENTRY = "learning.bench.__main__"  # what ``kernel-bench`` runs
+ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
 ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none
 LEARNER_PACKAGE = "exercises"
 REFERENCE_PACKAGE = "reference"

@@ -100,7 +100,9 @@ def test_longer_names_are_matched_first():
 
 def test_required_engine_files_cover_what_recorded_reports_list():
     """The union of learning/ entries over the recorded reports is the minimum; the release's
-    derived set must hold each of them that the release still has."""
+    derived set must hold each of them that the release still has, but for
+    ``learning/bench/__main__.py``: the recorded runs were ``python -m learning.bench``, while
+    the ``kernel-bench`` command calls ``learning.bench.cli`` and never loads it."""
     release = load_release(REPO)
     listed = {
         path
@@ -108,4 +110,5 @@ def test_required_engine_files_cover_what_recorded_reports_list():
         for path in report["fingerprint"]["files"]
         if path.startswith("learning/") and (REPO / path).is_file()
     }
-    assert listed - release.engine_files() == set()
+    assert "learning/bench/cli.py" in release.engine_files()
+    assert listed - release.engine_files() == {"learning/bench/__main__.py"}
