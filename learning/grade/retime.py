@@ -12,8 +12,9 @@ process. Its own report then supplies the speed evidence:
   (``retime`` fails otherwise: the submitted kernel does not do what the report says);
 * the report's learner speed relative to the reference kernel (``triton`` median over
   ``learner`` median, which cancels the machine's speed) must not exceed the instructor's by
-  more than :data:`TOLERANCE`; on the same GPU model the learner's median itself must not be
-  faster than the instructor's by more than that factor either;
+  more than :data:`TOLERANCE` (:data:`CPU_TOLERANCE` for the interpreter, whose few samples of
+  a shared CPU swing by up to 2x between runs); on the same GPU model the learner's median
+  itself must not be faster than the instructor's by more than that factor either;
 * the instructor's run gets the plausibility flags of any report.
 
 A report from another device than this machine's (a GPU report graded on a laptop) is not
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
     from learning.grade.grades import ReportVerdict
     from learning.grade.reports import Release, Submission
 
-TOLERANCE = 1.5  # claimed speed / measured speed above this fails
+TOLERANCE = 1.5  # claimed speed / measured speed above this fails, on a GPU
+CPU_TOLERANCE = 3.0  # on the CPU interpreter
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ def _timed(case: dict, name: str) -> dict | None:
 def compare(claimed: dict, measured: dict) -> list[Finding]:
     """The learner's report against the instructor's run of the same cases."""
     findings = []
+    tolerance = TOLERANCE if claimed["settings"]["device"] == "cuda" else CPU_TOLERANCE
     same_gpu = (
         claimed["settings"]["device"] == "cuda"
         and claimed["environment"].get("gpu_name") == measured["environment"].get("gpu_name")
@@ -118,16 +121,16 @@ def compare(claimed: dict, measured: dict) -> list[Finding]:
         if reference and reference_again:
             claimed_speed = reference["median_ms"] / learner["median_ms"]
             measured_speed = reference_again["median_ms"] / learner_again["median_ms"]
-            if claimed_speed > measured_speed * TOLERANCE:
+            if claimed_speed > measured_speed * tolerance:
                 findings.append(
                     Finding(
                         "retime",
                         f"{label}: the report has your kernel at {claimed_speed:.2f}x the "
                         f"reference kernel's speed; the instructor's run measured "
-                        f"{measured_speed:.2f}x (more than {TOLERANCE:g}x apart)",
+                        f"{measured_speed:.2f}x (more than {tolerance:g}x apart)",
                     )
                 )
-        if same_gpu and learner["median_ms"] * TOLERANCE < learner_again["median_ms"]:
+        if same_gpu and learner["median_ms"] * tolerance < learner_again["median_ms"]:
             findings.append(
                 Finding(
                     "retime",

@@ -2,8 +2,8 @@
 samples, every figure recomputed to agree?
 
 Two learners submit the same finished add kernel. Alice's report is genuine; Bob's is the same
-run with his kernel's samples divided by four and every derived figure recomputed, so that the
-report agrees with itself and claims a kernel 4x faster than the reference. Without
+run with his kernel's samples divided by ten and every derived figure recomputed, so that the
+report agrees with itself and claims a kernel ten times as fast as it ran. Without
 ``--retime`` both are trusted; with it, the grader's own kernel-bench run of each submission
 (one tiny op and shape on the CPU) shows Bob's claim to be false.
 """
@@ -56,7 +56,7 @@ def graded(tmp_path_factory) -> dict:
     clone = make_clone(work / "clone", release, {KERNEL: release / "reference/kernels/add.py"})
     genuine = json.loads(run_bench(clone, BENCH, work / "add.json").read_text())
     submissions = work / "class"
-    for learner, report in (("alice", genuine), ("bob", _rescaled(genuine, 0.25))):
+    for learner, report in (("alice", genuine), ("bob", _rescaled(genuine, 0.1))):
         path = work / f"{learner}.json"
         path.write_text(json.dumps(report))
         submit(clone, submissions, learner, [path])
@@ -80,8 +80,9 @@ def test_without_retime_the_rescaled_report_is_trusted(graded):
 def test_retime_catches_the_rescaled_report(graded):
     bob = graded["rows"]["bob"]
     assert bob["reports_trusted"] == "0" and bob["report_points"] == "0"
-    assert "[retime] add 16x256 float32: the report has your kernel at 4." in bob["reasons"]
+    assert "[retime] add 16x256 float32: the report has your kernel at " in bob["reasons"]
     assert "the reference kernel's speed; the instructor's run measured" in bob["reasons"]
+    assert "(more than 3x apart)" in bob["reasons"]  # the interpreter's tolerance
 
 
 def test_retime_trusts_the_genuine_report(graded):
