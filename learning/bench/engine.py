@@ -253,7 +253,7 @@ def recheck(run: Run) -> None:
             del fresh
             try:
                 poison = gate.poisoner(case.inputs)
-                outputs = gate.trapped(lambda s=state, p=poison: s.timed.verify(p))
+                outputs = gate.trapped(lambda s=state, p=poison: s.timed.verify(p), run.device)
                 check = gate.check_outputs(case.spec, case.inputs, outputs, dtype, run.device)
                 del outputs
             except Exception as error:
@@ -368,7 +368,7 @@ def _check(run: Run, case: CaseState, state: VariantState, dtype: torch.dtype) -
     spec, variant = case.spec, state.variant
     try:
         gate.first_call(lambda: variant.invoke(spec, case.inputs), case.inputs)
-        outputs = gate.trapped(lambda: variant.invoke(spec, case.inputs))
+        outputs = gate.trapped(lambda: variant.invoke(spec, case.inputs), run.device)
         check = gate.check_outputs(spec, case.inputs, outputs, dtype, run.device)
         del outputs
     except Exception as error:
