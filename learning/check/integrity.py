@@ -1,0 +1,171 @@
+"""What learner code could do to the machine, and how the trusted side sees it afterwards.
+
+The worker that runs a learner's code has the same user as the checker, so it can write any
+file the checker can and start processes that outlive it. Two things follow, and this module
+answers both:
+
+* **Files.** A worker could rewrite a course file (``learning/check/replay/play.py``), a
+  library file (``triton/runtime/interpreter.py``), or add a ``.pth`` file to
+  ``site-packages``, so that the *next* process the checker starts (the replay, the next
+  worker, the next learner's check in a class run) runs its code. :func:`snapshot` records,
+  before any learner code runs, the identity of every file the trusted process has loaded
+  (each module's source and its cached bytecode) and of every directory those files and the
+  import path live in; :func:`changed` lists what differs afterwards. A file's identity is its
+  inode, size, modification time and *change* time: the change time moves on every write,
+  rename or ``chmod`` and no unprivileged process can set it back, so ``os.utime`` does not
+  hide an edit. A new file in a watched directory (a shadowing module, a ``.pth`` file)
+  changes the directory's times. The learner's own package is left out: it is theirs to edit.
+* **Processes.** A worker could fork a child that calls ``setsid`` and so leaves the worker's
+  process group, then keeps running while the checker replays kernels or grades the next
+  learner. :func:`become_subreaper` makes the checker the parent every orphan of its children
+  is handed to (Linux's ``PR_SET_CHILD_SUBREAPER``), and :func:`kill_strays` then ends every
+  child process the checker did not start itself, repeatedly, until none is left.
+
+Neither is a sandbox: code that runs as root, or a C extension that changes the kernel's idea of
+time, is out of reach. Both turn what the worker did into evidence the trusted side reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+@dataclass(frozen=True)
+class DiskState:
+    """Each watched path's identity (inode, size, mtime, ctime), or None where it was absent."""
+
+    entries: dict[str, tuple[int, int, int, int] | None]
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _inside(path: str, folders: Sequence[str]) -> bool:
+    return any(path == folder or path.startswith(folder + os.sep) for folder in folders)
+
+
+def watched_paths(exclude: Iterable[Path | str] = ()) -> list[str]:
+    """The files this process has loaded as modules (source and bytecode), their folders and
+    every folder on the import path, minus anything under ``exclude``."""
+    skip = [os.path.realpath(str(folder)) for folder in exclude]
+    paths: set[str] = set()
+    for entry in sys.path:
+        folder = os.path.realpath(entry or os.getcwd())
+        if os.path.isdir(folder):
+            paths.add(folder)
+    for module in list(sys.modules.values()):
+        source = getattr(module, "__file__", None)
+        if not isinstance(source, str):
+            continue
+        source = os.path.realpath(source)
+        paths.add(source)
+        paths.add(os.path.dirname(source))
+        if source.endswith(".py"):
+            try:
+                paths.add(importlib.util.cache_from_source(source))
+            except (NotImplementedError, ValueError):
+                pass
+    return sorted(path for path in paths if not _inside(path, skip))
+
+
+def snapshot(exclude: Iterable[Path | str] = ()) -> DiskState:
+    """The identity of everything :func:`watched_paths` names, now."""
+    return DiskState({path: _identity(path) for path in watched_paths(exclude)})
+
+
+def changed(before: DiskState, limit: int = 5) -> list[str]:
+    """The watched paths whose identity differs from ``before`` (at most ``limit``, then a
+    count of the rest); an empty list when nothing did."""
+    differ = [path for path, identity in before.entries.items() if _identity(path) != identity]
+    shown = differ[:limit]
+    if len(differ) > limit:
+        shown.append(f"and {len(differ) - limit} more")
+    return shown
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def become_subreaper() -> bool:
+    """Make this process the parent of its children's orphans (Linux); False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def children(parent: int | None = None) -> list[int]:
+    """The process ids whose parent is ``parent`` (this process by default), from /proc."""
+    parent = os.getpid() if parent is None else parent
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == parent:
+            found.append(int(name))
+    return found
+
+
+def kill_strays(keep: Iterable[int] = (), settle_s: float = 0.05, limit_s: float = 10.0) -> int:
+    """Kill every child of this process not in ``keep`` until none is left; the number killed.
+
+    ``keep`` must hold every child the caller started or may have (take ``children()`` before
+    the worker starts, and add the trusted processes started since): anything else is killed.
+    Run after a worker's own process group was killed: its escaped descendants are orphans,
+    which a subreaper (:func:`become_subreaper`) receives as children. Each pass kills what it
+    finds and reaps it; the grandchildren of a killed process arrive as children next pass.
+    """
+    keep = set(keep)
+    killed = 0
+    quiet_passes = 0
+    deadline = time.monotonic() + limit_s
+    while quiet_passes < 2 and time.monotonic() < deadline:
+        strays = [pid for pid in children() if pid not in keep]
+        if not strays:
+            quiet_passes += 1
+            time.sleep(settle_s)
+            continue
+        quiet_passes = 0
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                continue
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped elsewhere (a Popen object owns it)
+                pass
+    return killed
+
+
+__all__ = ["DiskState", "become_subreaper", "changed", "children", "kill_strays", "snapshot",
+           "watched_paths"]

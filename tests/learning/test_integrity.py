@@ -1,0 +1,106 @@
+"""learning.check.integrity: a worker's writes to the machine and its escaped processes are seen."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from learning.check import integrity
+
+
+@pytest.fixture
+def module_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "course_thing.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(folder))
+    import course_thing  # noqa: F401
+
+    yield folder
+    sys.modules.pop("course_thing", None)
+
+
+def test_an_edit_to_a_loaded_file_is_seen_even_with_its_times_put_back(module_dir):
+    path = module_dir / "course_thing.py"
+    before = integrity.snapshot()
+    assert integrity.changed(before) == []
+    status = os.stat(path)
+    path.write_text("VALUE = 2\n")
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))  # the mtime put back
+    assert os.stat(path).st_mtime_ns == status.st_mtime_ns
+    assert str(path.resolve()) in integrity.changed(before)
+
+
+def test_a_new_file_beside_loaded_modules_is_seen(module_dir):
+    before = integrity.snapshot()
+    (module_dir / "sitecustomize.py").write_text("print('hello')\n")
+    assert str(module_dir.resolve()) in integrity.changed(before)
+
+
+def test_the_learners_own_folder_is_not_watched(module_dir):
+    before = integrity.snapshot(exclude=[module_dir])
+    (module_dir / "course_thing.py").write_text("VALUE = 3\n")
+    (module_dir / "other.py").write_text("")
+    assert integrity.changed(before) == []
+
+
+def test_many_changes_are_counted_after_the_first_few(tmp_path, monkeypatch):
+    files = []
+    for index in range(8):
+        path = tmp_path / f"m{index}.py"
+        path.write_text("")
+        files.append(str(path))
+    before = integrity.DiskState({path: integrity._identity(path) for path in files})
+    for path in files:
+        with open(path, "a") as handle:
+            handle.write("x = 1\n")
+    shown = integrity.changed(before, limit=3)
+    assert shown[:3] == files[:3] and shown[3] == "and 5 more"
+
+
+_TRUSTED = """
+import os, subprocess, sys, time
+from learning.check import integrity
+assert integrity.become_subreaper()
+others = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+before = set(integrity.children())          # what this process started itself
+worker = subprocess.Popen([sys.executable, "-c", sys.argv[1]], start_new_session=True)
+worker.wait(timeout=30)
+pid_file = sys.argv[2]
+deadline = time.monotonic() + 30
+while not (os.path.exists(pid_file) and open(pid_file).read()):
+    assert time.monotonic() < deadline, "the grandchild never started"
+    time.sleep(0.05)
+escaped = int(open(pid_file).read())
+alive_before = os.path.exists(f"/proc/{escaped}")
+killed = integrity.kill_strays(keep=before)
+print(alive_before, killed, os.path.exists(f"/proc/{escaped}"), others.poll() is None)
+others.kill()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux")
+def test_an_escaped_grandchild_is_killed_and_the_checkers_own_children_live_on(tmp_path):
+    """A worker that forks, calls setsid in the child and exits leaves an orphan in another
+    session: killing the worker's process group misses it; a subreaper does not. (Run in a
+    process of its own: a subreaper kills what it did not start, and pytest starts things.)"""
+    pid_file = tmp_path / "pid"
+    worker = textwrap.dedent(f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                time.sleep(60)
+            os._exit(0)
+        os._exit(0)
+    """)
+    result = subprocess.run([sys.executable, "-c", _TRUSTED, worker, str(pid_file)],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    alive_before, killed, alive_after, others_alive = result.stdout.split()
+    assert alive_before == "True" and int(killed) >= 1
+    assert alive_after == "False", "the escaped grandchild survived"
+    assert others_alive == "True", "a process the checker started itself was killed"
