@@ -6,8 +6,9 @@
     report = run(BenchConfig(op="softmax", output=Path("results/local/softmax.json")))
     report.data["cases"][0]["variants"][0]["median_ms"]
 
-The method (oracle before timing, CUDA-graph replay, visits in a seeded order, clock warm-up,
-cold-cache flush subtraction) is described phase by phase in :mod:`learning.bench.engine`.
+The method (the oracle gate before timing and again after it, CUDA-graph replay, visits in a
+seeded order, clock warm-up, cold-cache flush subtraction, a learner's kernels timed by replaying
+their launches) is described phase by phase in :mod:`learning.bench.engine`.
 """
 
 from learning.bench.config import BenchConfig, BenchInputError

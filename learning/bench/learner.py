@@ -38,6 +38,7 @@ import torch
 
 from learning import correctness, ops
 from learning.bench.config import BenchInputError
+from learning.report.fingerprint import report_path
 
 WORKER_PROGRAM = Path(__file__).with_name("worker.py")
 CALL_LIMIT_S = 600.0  # one recorded call in the learner's process (interpreter runs are slow)
@@ -285,7 +286,7 @@ def _request_errors(spec, name: str, learner: Learner, info) -> None:
 
 
 def _unfinished(spec, learner: Learner, stubs: list[str]) -> str:
-    where = module_file(learner.root, spec)
+    where = report_path(module_file(learner.root, spec))  # repository-relative when inside
     return (
         f"exercise {spec.exercise} is unfinished ({where} still has TODO kernels: "
         f"{', '.join(stubs)}); finish it (python -m learning.check {spec.exercise}) "
