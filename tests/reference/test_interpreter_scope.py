@@ -3,9 +3,9 @@
 Triton 3.6's interpreter leaves ``triton.language.core`` patched after a kernel calls a device
 function such as ``tl.cdiv``, and a Gluon kernel compiled later in the same process then fails.
 The suite runs with :func:`interpreter_scope.install` (``tests/conftest.py``); these tests run
-the same kernel under the fix and under Triton's own device call, on any machine: the kernel is
-interpreted explicitly, and the Gluon kernel is compiled for sm_90 into an empty cache, so that
-Triton cannot load it from disk instead of compiling it.
+one kernel under it and under Triton's own launch, and compile a Gluon kernel for sm_90 into an
+empty cache, so that Triton cannot load it from disk instead of compiling it. They need the
+interpreter chosen (a CPU machine): on a GPU Triton's own device functions are compiled ones.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import interpreter_scope
+from learning.runtime import interpreting
 
 import triton
 import triton.language as tl
@@ -23,16 +24,27 @@ from triton.compiler.errors import CompilationError
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
-from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.interpreter import GridExecutor, InterpretedFunction
 
 # isort: on
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="Triton's interpreter is not chosen")
 
 
 def _blocks(out, n, BLOCK: tl.constexpr):
     tl.store(out, tl.cdiv(n, BLOCK))  # tl.cdiv: a device function of triton.language.standard
 
 
-interpreted_blocks = InterpretedFunction(_blocks)  # on a GPU machine as well
+interpreted_blocks = InterpretedFunction(_blocks)
+
+
+def _ceil_division(n, block):
+    return tl.cdiv(n, block)
+
+
+def _blocks_then_look(out, n, BLOCK: tl.constexpr):
+    tl.store(out, tl.cdiv(n, BLOCK))
+    tl.core._interpreter_scope_probe(tl.core.add)  # what tl.core holds after the device call
 
 
 @gluon.jit
@@ -57,9 +69,28 @@ def test_the_suite_runs_with_the_fix():
     assert interpreter_scope.installed()
 
 
-def test_a_device_call_leaves_triton_language_as_it_was():
+def test_a_launch_leaves_triton_language_as_it_was():
     before = interpreter_scope.snapshot()
     assert _interpret() == 16
+    assert interpreter_scope.changed(before) == []
+
+
+def test_a_device_function_called_outside_a_launch_leaves_it_as_it_was():
+    before = interpreter_scope.snapshot()
+    assert InterpretedFunction(_ceil_division)(1000, 64) == 16
+    assert interpreter_scope.changed(before) == []
+
+
+def test_inside_a_launch_the_patches_stay_until_it_ends(monkeypatch):
+    """A device call inside a launch runs as Triton runs it: what it patched stays for the
+    rest of the launch (so the next call patches less), and goes when the launch ends."""
+    seen = []
+    monkeypatch.setattr(tl.core, "_interpreter_scope_probe", seen.append, raising=False)
+    before = interpreter_scope.snapshot()
+    out = torch.zeros(1, dtype=torch.int32)
+    InterpretedFunction(_blocks_then_look)[(1,)](out, 1000, BLOCK=64)
+    assert int(out.item()) == 16
+    assert seen and seen[0] is not tl.core.add  # the interpreter's add, during the launch
     assert interpreter_scope.changed(before) == []
 
 
@@ -69,16 +100,17 @@ def test_a_gluon_kernel_compiles_after_an_interpreted_one(tmp_path, monkeypatch)
     assert "st.global" in compiled.asm["ptx"]
 
 
-def test_tritons_own_device_call_leaks_and_the_next_compile_fails(tmp_path, monkeypatch):
+def test_tritons_own_launch_leaks_and_the_next_compile_fails(tmp_path, monkeypatch):
     """What the suite saw on a fresh clone: ``gl.cdiv`` reaching the interpreter's ``add``."""
     before = interpreter_scope.snapshot()
+    monkeypatch.setattr(GridExecutor, "__call__", interpreter_scope.TRITONS_LAUNCH)
     monkeypatch.setattr(InterpretedFunction, "__call__", interpreter_scope.TRITONS_DEVICE_CALL)
     try:
         assert _interpret() == 16
         leaked = interpreter_scope.changed(before)
         assert "triton.language.core.add" in leaked, (
-            f"Triton {interpreter_scope.triton_version()}'s device call no longer leaks "
-            f"({leaked}): tests/interpreter_scope.py may go")  # fmt: skip
+            f"Triton {triton.__version__}'s interpreter no longer leaks ({leaked}): "
+            "tests/interpreter_scope.py may go")  # fmt: skip
         with pytest.raises(CompilationError) as raised:
             _compile_for_hopper(tmp_path, monkeypatch)
         error = raised.value

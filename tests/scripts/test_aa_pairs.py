@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -45,8 +46,8 @@ def test_a_steady_pair_is_flagged_and_a_mixed_one_is_not():
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "aa_pairs.py"), *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    return warm_python.run([sys.executable, str(ROOT / "scripts" / "aa_pairs.py"), *map(str, args)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
 
 
 def test_it_prints_a_table_and_a_count(tmp_path):

@@ -1,16 +1,17 @@
 """Does attach_fingerprint refuse what it cannot vouch for, writing nothing?"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+import warm_python
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "attach_fingerprint.py"
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True)  # fmt: skip
+    return warm_python.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                           text=True)  # fmt: skip
 
 
 def test_bad_inputs_exit_2_with_one_line_and_leave_the_file_alone(tmp_path):

@@ -6,8 +6,12 @@ made-up timings. They test the drawing code and are not evidence about any GPU.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib.util
+import io
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -192,17 +196,40 @@ def fixture_gemm_regimes() -> dict:
             "args": {"rounds": 2, "seconds": 0.5, "rest_s": 3.0, "seed": 0}}  # fmt: skip
 
 
-@pytest.fixture
-def recorded(tmp_path: Path) -> Path:
-    """A results folder holding all.json, clock-probe.json, stability.json and
-    gemm-regimes.json FIXTURES only."""
-    results = tmp_path / "results"
+def _write_recorded(results: Path) -> Path:
     results.mkdir()
     (results / "all.json").write_text(json.dumps(fixture_report(), indent=1))
     (results / "clock-probe.json").write_text(json.dumps(fixture_clock_probe()))
     (results / "stability.json").write_text(json.dumps(fixture_stability()))
     (results / "gemm-regimes.json").write_text(json.dumps(fixture_gemm_regimes()))
     return results
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    """A results folder holding all.json, clock-probe.json, stability.json and
+    gemm-regimes.json FIXTURES only."""
+    return _write_recorded(tmp_path / "results")
+
+
+@dataclasses.dataclass(frozen=True)
+class Drawn:
+    results: Path  # the FIXTURES of ``recorded``
+    figures: Path  # what make_figures drew from them
+    status: int
+    printed: str
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> Drawn:
+    """The figures of ``recorded``'s FIXTURES, drawn once for the tests that only read them
+    (drawing is most of each test's time); a test that changes them works on a copy."""
+    root = tmp_path_factory.mktemp("drawn")
+    results, figures = _write_recorded(root / "results"), root / "figures"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = make_figures.main(["--results", str(results), "--figures", str(figures)])
+    return Drawn(results, figures, status, printed.getvalue())
 
 
 EXPECTED = {
@@ -225,15 +252,14 @@ def test_the_fixture_report_is_a_valid_schema_v2_report():
     assert consistency_problems(report) == []
 
 
-def test_every_recorded_run_gets_its_figures(recorded: Path, tmp_path: Path, capsys):
+def test_every_recorded_run_gets_its_figures(drawn: Drawn):
     """Are the figures written under fixed names, and each missing report named once?"""
-    figures = tmp_path / "figures"
-    assert make_figures.main(["--results", str(recorded), "--figures", str(figures)]) == 0
-    assert {path.name for path in figures.iterdir()} == EXPECTED
-    for path in figures.iterdir():
+    assert drawn.status == 0
+    assert {path.name for path in drawn.figures.iterdir()} == EXPECTED
+    for path in drawn.figures.iterdir():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 5_000, f"{path.name} looks empty"
-    printed = capsys.readouterr().out
+    printed = drawn.printed
     for missing in ("all-cold.json", "training.json", "gemm-bf16.json"):
         lines = [line for line in printed.splitlines() if missing in line]
         assert len(lines) == 1 and "skipped" in lines[0], printed
@@ -263,25 +289,27 @@ def test_script_records_are_drawn_from_their_data(recorded: Path, tmp_path: Path
     assert make_figures.main([*arguments, "--check"]) == 0
 
 
-def test_the_same_data_draws_the_same_bytes(recorded: Path, tmp_path: Path):
+def test_the_same_data_draws_the_same_bytes(drawn: Drawn, tmp_path: Path):
     """Does redrawing unchanged data leave the PNG files byte for byte the same?"""
-    first, second = tmp_path / "first", tmp_path / "second"
-    make_figures.main(["--results", str(recorded), "--figures", str(first)])
-    make_figures.main(["--results", str(recorded), "--figures", str(second)])
-    for path in first.iterdir():
-        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+    again = tmp_path / "again"
+    make_figures.main(["--results", str(drawn.results), "--figures", str(again)])
+    assert {path.name for path in again.iterdir()} == EXPECTED
+    for path in drawn.figures.iterdir():
+        assert path.read_bytes() == (again / path.name).read_bytes(), path.name
 
 
 def test_check_passes_on_fresh_figures_and_fails_on_stale_or_missing(
-    recorded: Path, tmp_path: Path, capsys
+    drawn: Drawn, tmp_path: Path, capsys
 ):
     """Does --check exit 1 when a report changed after its figure was drawn, or one is gone?"""
+    recorded = shutil.copytree(drawn.results, tmp_path / "results")
     figures = tmp_path / "figures"
     arguments = ["--results", str(recorded), "--figures", str(figures)]
     assert make_figures.main([*arguments, "--check"]) == 1  # nothing drawn yet
-    make_figures.main(arguments)
+    shutil.copytree(drawn.figures, figures)  # drawn from the same files
     assert make_figures.main([*arguments, "--check"]) == 0
 
+    drawn_from = (recorded / "all.json").read_bytes()
     report = fixture_report()
     report["warnings"].append("FIXTURE: a second run")
     (recorded / "all.json").write_text(json.dumps(report))
@@ -289,7 +317,8 @@ def test_check_passes_on_fresh_figures_and_fails_on_stale_or_missing(
     assert make_figures.main([*arguments, "--check"]) == 1
     assert "h200-all-ratios.png was not drawn from" in capsys.readouterr().out
 
-    make_figures.main(arguments)
+    (recorded / "all.json").write_bytes(drawn_from)  # the figures are fresh again
+    assert make_figures.main([*arguments, "--check"]) == 0
     (figures / "h200-stability.png").unlink()
     capsys.readouterr()
     assert make_figures.main([*arguments, "--check"]) == 1

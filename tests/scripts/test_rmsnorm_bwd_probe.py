@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -55,13 +56,16 @@ def test_every_variant_computes_the_oracle_gradients(found, shape, dtype):
     inputs = spec.inputs(shape, dtype, 0, default_device())
     calls = probe.case_calls(found, inputs)
     assert set(calls) == set(probe.VARIANTS) | {"wrapper"}
-    expected = probe.rmsnorm.rmsnorm_bwd(
-        inputs["grad_output"], inputs["x"], inputs["residual"], inputs["weight"],
-        rmsnorm.rmsnorm_fwd(inputs["x"], inputs["residual"], inputs["weight"], inputs["eps"],
-                            save_rstd=True)[1])  # fmt: skip
+    runs = {}  # equal variants compute the same: "reference again" (the A/A pair) runs once
     for label, call in calls.items():
-        outputs = call()
+        settings = repr(probe.VARIANTS.get(label, label))
+        if settings not in runs:
+            runs[settings] = call()
+        outputs = runs[settings]
         assert probe.timing.oracle_check(spec, outputs, inputs, dtype) == "", label
+    expected = runs[repr("wrapper")]  # the landed backward, as the course calls it
+    for label in calls:
+        outputs = runs[repr(probe.VARIANTS.get(label, label))]
         assert torch.equal(outputs[0], expected[0]), label  # dx: the same arithmetic
 
 
@@ -110,9 +114,9 @@ def test_the_table_sorts_by_median_and_pairs_against_the_reference():
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "rmsnorm_bwd_probe.py"),
-                           *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)  # fmt: skip
+    return warm_python.run([sys.executable, str(ROOT / "scripts" / "rmsnorm_bwd_probe.py"),
+                            *map(str, args)], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)  # fmt: skip
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -69,6 +70,7 @@ def test_the_plans_replace_only_what_they_name(found):
     assert (two.rows_per_program, two.block_cols, two.num_warps) == (2, 8192, plan.num_warps)
 
 
+@pytest.mark.slow  # 20-40 s: each variant in the interpreter, on the narrowest chunked rows
 @pytest.mark.parametrize(("shape", "dtype"), [((2, 12300), torch.float16),
                                                ((2, 8200), torch.float32)])  # fmt: skip
 def test_every_variant_computes_the_oracle_gradients_but_the_diagnostic(found, shape, dtype):
@@ -77,9 +79,13 @@ def test_every_variant_computes_the_oracle_gradients_but_the_diagnostic(found, s
     inputs = spec.inputs(shape, dtype, 0, default_device())
     calls = probe.case_calls(found, inputs)
     assert set(calls) == set(probe.VARIANTS) | {"wrapper"}
-    expected = calls["reference"]()
+    runs = {}  # equal variants compute the same: "reference again" (the A/A pair) runs once
     for label, call in calls.items():
-        outputs = call()
+        settings = repr(probe.VARIANTS.get(label, label))
+        if settings not in runs:
+            runs[settings] = call()
+        outputs = runs[settings]
+        expected = runs[repr(probe.VARIANTS["reference"])]  # the first of them
         why = probe.timing.oracle_check(spec, outputs, inputs, dtype)
         if label in probe.DIAGNOSTIC:
             assert why and torch.equal(outputs[0], expected[0]), label  # dweight alone wrong
@@ -90,9 +96,9 @@ def test_every_variant_computes_the_oracle_gradients_but_the_diagnostic(found, s
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "rmsnorm_wide_bwd_probe.py"),
-                           *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)  # fmt: skip
+    return warm_python.run([sys.executable, str(ROOT / "scripts" / "rmsnorm_wide_bwd_probe.py"),
+                            *map(str, args)], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)  # fmt: skip
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")

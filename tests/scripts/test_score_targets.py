@@ -1,9 +1,10 @@
 """Does scripts/score_targets.py score the "every case" target as its docstring says?"""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+import warm_python
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -76,9 +77,9 @@ def test_pairs_are_rounds_and_a_steady_small_loss_is_told_from_noise():
 
 def test_the_recorded_scores_are_up_to_date():
     """results/h200/target-scores.log is what the recorded reports give (NOTES quotes it)."""
-    done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), "--check",
-                           "results/h200/target-scores.log"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = warm_python.run([sys.executable, str(SCRIPTS / "score_targets.py"), "--check",
+                            "results/h200/target-scores.log"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -94,8 +95,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     for args in (["--results", str(results)], ["--results", str(shaped_wrong)],
                  ["--results", str(tmp_path / "nope")],
                  ["--write", str(output)], ["--check", str(output)]):  # fmt: skip
-        done = subprocess.run([sys.executable, str(SCRIPTS / "score_targets.py"), *args],
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = warm_python.run([sys.executable, str(SCRIPTS / "score_targets.py"), *args],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert done.stderr.startswith("score_targets: ") and "Traceback" not in done.stderr
