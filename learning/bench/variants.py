@@ -24,12 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import torch
 
 from learning import ops
 from learning.bench.config import COMPILE_MODES, BenchConfig, BenchInputError
-from learning.bench.learner import METHOD_NOTE, Learner, prepare_learner
+
+if TYPE_CHECKING:  # imported when a learner is timed: a reference run never loads it
+    from learning.bench.learner import Learner
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ def load_implementations(selection: list, config: BenchConfig, device: str) -> I
     for spec in specs:
         implementations.reference[spec.name] = _import(config.reference_package, spec, "reference")
     if config.impl == "learner":
+        from learning.bench.learner import prepare_learner
+
         implementations.learner = prepare_learner(
             selection, config.learner_package, config.seed, device, config.worker_timeout_s
         )
@@ -138,6 +143,8 @@ def case_variants(
             variants.append(VariantSpec(f"triton:{name}", "triton", fn))
     learner = implementations.learner
     if learner is not None:
+        from learning.bench.learner import METHOD_NOTE
+
         case = learner.cases.get((spec.name, tuple(shape), ops.dtype_name(dtype)))
         if case is not None:
             variants.append(
