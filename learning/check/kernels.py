@@ -40,6 +40,7 @@ unchanged, and is deterministic.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,14 +60,22 @@ from learning.check.remote import (
     derive_seed,
     log_lines,
 )
-from learning.check.replaying import ReplayService, copied_inputs, kernel_sources
+from learning.check.replaying import (
+    ReplayService,
+    copied_inputs,
+    fresh_outputs,
+    kernel_sources,
+)
 from learning.check.seeds import SEED_VARIABLE
 
 RECORDS_KERNELS = True  # the runner starts this exercise's worker ready to record launches
 POINTS = 10.0  # an exercise's worth when the course manifest does not say
 _CORRECTNESS_SHARE = 0.6  # of an op's points: the input checks; the rest: the properties
 _SETTLE_S = 0.02  # how long after the call the worker reads the outputs again
-_CALL_LIMIT_S = {"cpu": 30.0, "cuda": 120.0}  # one call (a first call on a GPU compiles)
+# One call's time limit (and one replay's): a base, plus a second per this many units of work
+# (elements; a GEMM's M * N * K / 64; twice for a forward and backward). The interpreter runs
+# the reference at about 20 units a millisecond; a first call on a GPU compiles its kernels.
+_CALL_LIMIT_S = {"cpu": (10.0, 2048), "cuda": (60.0, 1 << 20)}
 _IMPORT_LIMIT_S = 60.0
 _PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
 _FILLERS = {False: 26, True: 10}  # extra small calls per op: forward, training
@@ -328,11 +337,15 @@ def _schedule(calls: list[_Call], rng: random.Random) -> list[_Call]:
     return scheduled + pending
 
 
+def _work(case: _Case) -> int:
+    """Roughly how long the interpreter takes: elements (a GEMM's M * N * K / 64), twice for
+    a forward and backward."""
+    size = case.shape[0] * case.shape[1] * (case.shape[2] // 64 + 1 if case.spec.is_gemm else 1)
+    return size * (2 if case.spec.training else 1)
+
+
 def _cost(call: _Call) -> int:
-    """Roughly how long the interpreter takes: elements, twice for a forward and backward."""
-    case = call.case
-    size = case.shape[0] * case.shape[1] * (case.shape[2] if case.spec.is_gemm else 1)
-    return size * (2 if case.spec.training else 1) if call.how == "first" else 0
+    return _work(call.case) if call.how == "first" else 0
 
 
 # --------------------------------------------------------------------------- inputs
@@ -383,8 +396,10 @@ class _Exercise:
         rng = random.Random(derive_seed(session.seed, "plan", exercise))
         self.ops = [_Op(spec, _plan(spec, rng)) for spec in specs]
         self.order = _schedule([c for op in self.ops for case in op.cases for c in case.calls], rng)
-        self.limit_s = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
+        self.limits = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
         self._ids = 0
+        self.stopped = False  # a result did not come from the learner's kernels: no more calls
+        self._settled: set[int] = set()
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -397,10 +412,11 @@ class _Exercise:
         for op in self.ops:
             self._import(op)
         if bundle is not None:
-            service = ReplayService(self.session, bundle, self.device, self.limit_s)
+            service = ReplayService(self.session, bundle, self.device, self.limits[0])
             try:
                 for call in self.order:
                     self._run(call, service)
+                    self._settle_done()
                 for call in self.order:
                     self._replayed(call)
             finally:
@@ -435,7 +451,14 @@ class _Exercise:
             op.import_error = f"{where}: {type(loaded.error).__name__}: {loaded.error}"
             return
         op.start_here = f"{loaded.value} ({spec.function} and the kernel it launches)"
-        exists, is_callable, _ = module.attribute(spec.function, _IMPORT_LIMIT_S)
+        try:
+            exists, is_callable, _ = module.attribute(spec.function, _IMPORT_LIMIT_S)
+        except CallTimedOut:
+            op.import_error = f"{where}: looking it up did not finish within {_IMPORT_LIMIT_S:g} s"
+            return
+        except Exception as error:  # the module's own __getattr__ raised (revived here)
+            op.import_error = f"{where}: {type(error).__name__}: {error}"
+            return
         if not (exists and is_callable):
             op.import_error = (f"{where}: AttributeError: module {self.impl}.{spec.module} has "
                                f"no function {spec.function!r}")  # fmt: skip
@@ -448,8 +471,10 @@ class _Exercise:
     def _run(self, call: _Call, service: ReplayService) -> None:
         case = call.case
         op = self._op(case.spec)
-        if case.failure or op.import_error or op.not_started:
-            return
+        if op.import_error or op.not_started or self.stopped or any(
+            other.failure for other in op.cases if other.check == case.check
+        ):  # fmt: skip
+            return  # the check's verdict is known: its other inputs would not change it
         if call.source is not None and (
             not call.source.ran or call.source.generation != self.session.starts
         ):
@@ -500,16 +525,22 @@ class _Exercise:
                      "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
                      "stored")  # fmt: skip
             return
-        trace, copied = copied_inputs(trace, reply.get("copies"))
+        trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         call.hidden = self._draw(call, "hidden")
+        limit = self._limit(case)
         call.hidden_replay = service.submit(trace, described, {**call.hidden,
-                                                               **copied(call.hidden)})
+                                                               **copied(call.hidden)}, limit)
         if call.how == "first" and call.bitwise:
-            call.given_replay = service.submit(trace, described, {**values, **copied(values)})
+            call.given_replay = service.submit(trace, described, {**values, **copied(values)},
+                                               limit)  # fmt: skip
+
+    def _limit(self, case: _Case) -> float:
+        base, per_second = self.limits
+        return float(math.ceil(base + _work(case) / per_second))
 
     def _ask(self, request: dict, context: str, case: _Case) -> dict | None:
         try:
-            return self.session.ask(request, self.limit_s)
+            return self.session.ask(request, self._limit(case))
         except CallTimedOut as stopped:
             case.fail(
                 f"{context}\ndid not return within {stopped.limit_s:g} s, so the check process "
@@ -518,11 +549,8 @@ class _Exercise:
                 "wait that nothing ends"
             )
         except ProcessDied as died:
-            case.fail(f"{context}\nthe check process ended during this call: {died.reason}"
-                      f"{log_lines(died.log_tail, 8)}")  # fmt: skip
-        except protocol.BadReply as bad:
-            case.fail(f"{context}\nthe check process's reply was refused ({bad}): a reply is "
-                      "plain data, and nothing your code's process says decides a check")
+            case.fail(f"{context}\nthe check process was stopped during this call: "
+                      f"{died.reason}{log_lines(died.log_tail, 8)}")  # fmt: skip
         return None
 
     def _outputs(self, reply: dict, context: str, case: _Case) -> tuple | None:
@@ -685,10 +713,10 @@ class _Exercise:
             "device": self.device, "inputs": protocol.to_plain(placed, copy=False),
         }  # fmt: skip
         try:
-            reply = self.session.ask(request, self.limit_s)
+            reply = self.session.ask(request, self._limit(case))
             outputs = protocol.revive(reply.get("outputs")) if reply.get("ok") is True else None
         except (CallTimedOut, ProcessDied, protocol.BadReply):
-            return None
+            return None  # only a hint was at stake
         return outputs if type(outputs) is tuple else None
 
     def _note_reports(self, op: _Op, reply: dict, observed: dict, context: str) -> None:
@@ -708,9 +736,19 @@ class _Exercise:
 
     # -- the replays ------------------------------------------------------------------------
 
+    def _settle_done(self) -> None:
+        """Judge the replays finished so far; once a result is known not to come from the
+        learner's kernels the exercise earns nothing, and the remaining calls are skipped."""
+        for call in self.order:
+            futures = [f for f in (call.hidden_replay, call.given_replay) if f is not None]
+            if id(call) not in self._settled and futures and all(f.done() for f in futures):
+                self._replayed(call)
+        self.stopped = any("own" in op.faults for op in self.ops)
+
     def _replayed(self, call: _Call) -> None:
-        if call.hidden_replay is None:
+        if call.hidden_replay is None or id(call) in self._settled:
             return
+        self._settled.add(id(call))
         case, op = call.case, self._op(call.case.spec)
         context = self._context(call)
         hidden = call.hidden_replay.result()  # TimeUp propagates: the runner reports it
@@ -750,8 +788,9 @@ class _Exercise:
             shares += _share(op_units - correctness_units, len(properties))
             for (name, passed, message), share in zip(checks + properties, shares, strict=True):
                 results.append(CheckResult(name, passed, share / 2, message))
+            blocked = op.import_error or op.not_started
             for key, title in _REPORTS.items():
-                message = op.reports.get(key, "")
+                message = blocked or op.reports.get(key, "")
                 results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
         verdict = self._not_yours(bundle_error)
         if verdict:

@@ -1,9 +1,11 @@
 """What a check produces. Every exercise's checks return a list of :class:`CheckResult`.
 
-A check module exposes ``run(exercise: str, impl: str) -> list[CheckResult]`` where ``impl``
-is ``"exercises"`` (the learner's files, the default) or ``"reference"``. The checker runs it
-in a subprocess with a time limit (``learning.check.worker``), so nothing the learner's code
-does can crash or hang the checker itself.
+A check module exposes ``run(exercise: str, impl: str, session=None) -> list[CheckResult]``
+where ``impl`` is ``"exercises"`` (the learner's files, the default) or ``"reference"`` and
+``session`` the :class:`~learning.check.remote.Session` whose worker runs the learner's code
+(the runner passes one; a module makes its own without). The results are built in the
+checker's process, from values the worker returned: nothing the learner's code does can make
+one, crash the checker or hang it.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ TENSOR_DTYPES = (
     "bool",
 )  # fmt: skip
 NUMPY_SCALARS = (
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "bool", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
 )  # fmt: skip
 
@@ -136,31 +136,49 @@ def loads(payload: bytes) -> Any:
     return message
 
 
-def serve(requests: int, replies: int, handle, describe) -> None:
-    """Answer framed requests until the pipe closes (a worker's loop). ``handle(request)`` makes
-    the reply; an exception it raises (the learner's code's, ``SystemExit`` too) is answered
-    with ``{"ok": False, "error": describe(error, request)}``. Prints are flushed to the log
-    before each reply."""
+def requests(requests_fd: int, replies_fd: int):
+    """A worker's side of the pipes, as a generator: announce readiness, then yield each
+    request and send back the reply the caller sends in (``channel.send(reply)``), until the
+    pipe closes. The caller's own frame, not this module's, is the one on the stack while it
+    handles a request (a suspended generator is not on the stack)."""
     import sys
 
     import torch
 
-    write_frame(replies, dumps({"ready": True, "pid": os.getpid()}))
+    write_frame(replies_fd, dumps({"ready": True, "pid": os.getpid()}))
     while True:
         try:
-            payload = read_frame(requests)
+            payload = read_frame(requests_fd)
         except ChannelClosed:
             return
-        request = torch.load(io.BytesIO(payload), weights_only=True)
+        reply = yield torch.load(io.BytesIO(payload), weights_only=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        write_frame(replies_fd, dumps(reply))
+
+
+def serve(requests_fd: int, replies_fd: int, handle, describe) -> None:
+    """Answer requests until the pipe closes: ``handle(request)`` makes the reply; an exception
+    it raises (``SystemExit`` too) is answered ``{"ok": False, "error": describe(error,
+    request)}``."""
+    channel = requests(requests_fd, replies_fd)
+    request = next(channel, None)
+    while request is not None:
         try:
             reply = handle(request)
         except KeyboardInterrupt:
             raise
-        except BaseException as error:  # the learner's code raised (SystemExit too)
+        except BaseException as error:  # the code the request ran raised (SystemExit too)
             reply = {"ok": False, "error": describe(error, request)}
-        sys.stdout.flush()
-        sys.stderr.flush()
-        write_frame(replies, dumps(reply))
+        request = next_request(channel, reply)
+
+
+def next_request(channel, reply: dict):
+    """Send ``reply`` on ``channel`` (:func:`requests`); the next request, None at the end."""
+    try:
+        return channel.send(reply)
+    except StopIteration:
+        return None
 
 
 # --------------------------------------------------------------------------- the checker's side

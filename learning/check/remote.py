@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from learning.check import protocol
-from learning.check.seeds import replay_seed
+from learning.check.seeds import run_seed
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER_PROGRAM = Path(__file__).with_name("worker.py")
@@ -290,10 +289,7 @@ class Session:
             raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
         self.exercise, self.impl = exercise, impl
         self.extra_path = tuple(extra_path)
-        replayed = replay_seed()
-        self.seed = seed if seed is not None else (
-            replayed if replayed is not None else secrets.randbelow(2**31)
-        )
+        self.seed = seed if seed is not None else run_seed(2**31)
         self.time_limit_s = time_limit_s
         self._deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
         self.kernels = kernels
@@ -308,7 +304,9 @@ class Session:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
     def ask(self, message: dict, limit_s: float) -> dict:
-        """The worker's reply to ``message``, within ``limit_s`` and the exercise's deadline."""
+        """The worker's reply to ``message``, within ``limit_s`` and the exercise's deadline:
+        :class:`CallTimedOut`, :class:`ProcessDied` (a reply that is not plain data too) or
+        :class:`TimeUp` otherwise."""
         if not self.worker.running:
             self._start()
         left = self.time_left()
@@ -321,6 +319,9 @@ class Session:
             if bounded < limit_s:
                 raise TimeUp(self.time_limit_s, self.worker.log_tail()) from None
             raise
+        except protocol.BadReply as bad:  # the worker was stopped: as good as a crash
+            reason = f"its reply was refused ({bad}); a reply is plain data, nothing else"
+            raise ProcessDied(reason, self.worker.log_tail()) from None
 
     def _start(self) -> None:
         left = self.time_left()

@@ -56,16 +56,19 @@ class ReplayService:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay")
         self._loaded = False
 
-    def submit(self, trace: dict, described: list, inputs: dict) -> Future:
-        """Replay ``trace`` on ``inputs`` (poison fill); the future's result is a
-        :class:`Replayed`, or it raises :class:`~learning.check.remote.TimeUp`."""
-        return self._executor.submit(self._replay, trace, described, inputs)
+    def submit(self, trace: dict, described: list, inputs: dict,
+               limit_s: float | None = None) -> Future:  # fmt: skip
+        """Replay ``trace`` on ``inputs`` (poison fill) within ``limit_s`` (the service's by
+        default); the future's result is a :class:`Replayed`, or it raises
+        :class:`~learning.check.remote.TimeUp`."""
+        return self._executor.submit(self._replay, trace, described, inputs,
+                                     limit_s or self.limit_s)  # fmt: skip
 
-    def _replay(self, trace: dict, described: list, inputs: dict) -> Replayed:
+    def _replay(self, trace: dict, described: list, inputs: dict, limit_s: float) -> Replayed:
         left = self.session.time_left()
         if left is not None and left <= 0:
             raise TimeUp(self.session.time_limit_s, self.child.log_tail())
-        limit = self.limit_s if left is None else min(self.limit_s, left)
+        limit = limit_s if left is None else min(limit_s, left)
         try:
             if not self.child.running:
                 self.child.start(STARTUP_LIMIT_S if left is None else min(STARTUP_LIMIT_S, left))
@@ -256,6 +259,26 @@ def copied_inputs(trace: dict, copies) -> tuple[dict, Callable[[dict], dict]]:
         return inputs
 
     return {**trace, "buffers": rewritten}, extra
+
+
+def fresh_outputs(trace: dict, described) -> dict:
+    """The trace with every buffer an output lies in made a fresh (poisoned) allocation.
+
+    An output buffer the recorder calls opaque is memory this call did not allocate (an output
+    kept from an earlier call and written again) or that PyTorch wrote. Replayed as a fresh
+    allocation, it holds the checker's marked NaN until the kernels store into it: a kernel
+    that writes all of it is replayed as it ran; anything else shows as unwritten or wrong.
+    Poison can only take an answer away, so this holds whatever the worker claims."""
+    buffers = trace.get("buffers") if isinstance(trace, dict) else None
+    if not isinstance(buffers, list) or not isinstance(described, list):
+        return trace
+    outputs = {d.get("buffer") for d in described if isinstance(d, dict)}
+    rewritten = [
+        {**b, "kind": "alloc", "fill": None}
+        if isinstance(b, dict) and b.get("kind") == "opaque" and b.get("id") in outputs else b
+        for b in buffers
+    ]  # fmt: skip
+    return {**trace, "buffers": rewritten}
 
 
 def _is_view(entry) -> bool:

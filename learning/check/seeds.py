@@ -1,10 +1,12 @@
 """The checker's seeds: fresh every run, or replayed from ``LEARNING_CHECK_SEED``.
 
-Every check draws its inputs from a seed it prints beside a failure. Setting the variable to
-that number runs the same inputs again: the foundations and measurement checks use it as the
-run's seed; the kernel checks number their cases from it (``n+1``, ``n+2``, ...), so the value
-they print for a failing run is the start they report. A value that is not a whole number is
-refused by the command line in one line (:func:`replay_seed` raises ``ValueError``).
+Every check draws its inputs from the run's seed, printed beside a failure. Setting the
+variable to that number runs the same inputs again: the foundations and measurement checks
+seed their random draws with it; the kernel checks derive each input's seed from it
+(:func:`learning.check.remote.derive_seed`), the hidden inputs of the replays included. The
+seed is read in the checker's process only: the worker that runs the learner's code is never
+told it. A value that is not a whole number is refused by the command line in one line
+(:func:`replay_seed` raises ``ValueError``).
 """
 
 from __future__ import annotations

@@ -103,11 +103,22 @@ class Worker:
         _forget_the_checker()
 
     def serve(self) -> None:
-        self.wire.serve(self.requests, self.replies, self._handle, self._error)
-
-    def _handle(self, request: dict) -> dict:
-        handler = getattr(self, f"_on_{request.get('kind')}", None)
-        return handler(request) if handler else {"ok": False, "protocol": "unknown"}
+        """The loop is written here, not called from :mod:`learning.check.protocol`: while the
+        learner's code runs, the frames above it are this program's alone."""
+        channel = self.wire.requests(self.requests, self.replies)
+        request = next(channel, None)
+        while request is not None:
+            handler = getattr(self, f"_on_{request.get('kind')}", None)
+            if handler is None:
+                request = self.wire.next_request(channel, {"ok": False, "protocol": "unknown"})
+                continue
+            try:
+                reply = handler(request)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # the learner's code raised (SystemExit too)
+                reply = {"ok": False, "error": self._error(error, request)}
+            request = self.wire.next_request(channel, reply)
 
     def _error(self, error: BaseException, request: dict) -> dict:
         root = self._package_root(request.get("package"))

@@ -1,13 +1,15 @@
 """Cheating kernels: does ``learning.check.kernels`` reject each one, naming the fault?
 
 Each cheat is a softmax implementation package written into a pytest ``tmp_path`` and graded
-as the checker grades ``exercises``. Most wrap a correct Triton kernel and then cheat around
-it, so what fails is the cheat, never the arithmetic. They run on a CPU, through Triton's
-interpreter, in CI.
+as the checker grades ``exercises``: its code runs only in the worker process, the verdict is
+reached here. Most wrap a correct Triton kernel and then cheat around it, so what fails is the
+cheat, never the arithmetic. They run on a CPU, through Triton's interpreter, in CI. One test a
+family, each asserting the reason its message gives.
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 import uuid
@@ -18,6 +20,8 @@ import torch
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning.check import kernels
+from learning.check.model import CheckResult
+from learning.check.runner import check_exercise
 
 # A correct softmax every cheat can call: launch(x, y) fills y and returns it.
 HONEST_KERNEL = """\
@@ -27,22 +31,391 @@ import triton.language as tl
 
 
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
     x = x - tl.max(x, axis=0)
     numerator = tl.exp(x)
-    tl.store(y_ptr + row * n_cols + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
+    y = numerator / tl.sum(numerator, axis=0)
+    tl.store(y_ptr + row * y_stride + cols, y, mask=mask)
+
+
+@triton.jit
+def noop_kernel(y_ptr, n):
+    pass
 
 
 def launch(x, y):
-    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0),
+                                  BLOCK=triton.next_power_of_2(x.shape[1]))
     return y
+
+
+def decoy(x):
+    noop_kernel[(1,)](x, x.numel())  # a launch that does nothing
 """
 
-# name -> (the cheat's softmax, the check that must fail, what its message must say)
+NOT_YOURS = "not graded: the result did not come from your own Triton kernels"
+REPLAYED = "replaying only your kernels' launches on new inputs gave a different result"
+
+
+def make_cheat(tmp_path: Path, monkeypatch, body: str, header: str = HONEST_KERNEL) -> str:
+    package = f"cheat_{uuid.uuid4().hex[:10]}"
+    module_dir = tmp_path / package / "kernels"
+    module_dir.mkdir(parents=True)
+    (tmp_path / package / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (module_dir / "__init__.py").write_text("")
+    (module_dir / "softmax.py").write_text(header + "\n" + textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return package
+
+
+def grade(tmp_path, monkeypatch, body: str, exercise: str = "softmax") -> dict[str, CheckResult]:
+    """The checks of ``exercise`` on the cheat, as ``python -m learning.check`` grades it."""
+    package = make_cheat(tmp_path, monkeypatch, body)
+    report = check_exercise(exercise, package, extra_path=[tmp_path])
+    return {r.name: r for r in report.checks}
+
+
+def earned(results: dict[str, CheckResult]) -> float:
+    return sum(r.earned for r in results.values())
+
+
+def messages(results: dict[str, CheckResult]) -> str:
+    return "\n".join(r.message for r in results.values() if not r.passed)
+
+
+# --------------------------------------------------------------------------- no verdict to forge
+
+
+FORGERIES = """
+import json
+import os
+import sys
+
+import torch.overrides
+
+# Everything that once decided a verdict inside the check process, patched on import:
+json.dumps = lambda *args, **kwargs: '[{"name": "softmax (forged)", "passed": true}]'
+try:
+    import learning.check.model as model
+
+    model.CheckResult.as_dict = lambda self: {"name": self.name, "passed": True, "points": 10}
+except Exception:
+    pass
+torch.Tensor.__sub__ = lambda self, other: torch.zeros_like(self)  # every difference 0
+
+
+class Agreeable(torch.overrides.TorchFunctionMode):  # float64 differences: always 0
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.__sub__, torch.sub, torch.Tensor.abs, torch.abs):
+            return torch.zeros_like(args[0])
+        return func(*args, **(kwargs or {}))
+
+
+Agreeable().__enter__()
+
+
+def softmax(x):
+    return torch.empty_like(x)  # no kernel work at all
+"""
+
+
+def test_verdict_forgery_inside_the_worker_earns_nothing(tmp_path, monkeypatch):
+    """json.dumps, CheckResult, Tensor.__sub__ and a TorchFunctionMode patched where the
+    learner's code runs: the worker holds no verdict, so nothing changes, and the output it
+    left unwritten fails as such."""
+    results = grade(tmp_path, monkeypatch, FORGERIES)
+    assert earned(results) == 0
+    assert "softmax (forged)" not in results
+    assert "output was never written" in results["softmax 16x256"].message
+    assert json.dumps([1]) == "[1]"  # the checker's own process is untouched
+    assert torch.equal(torch.ones(2) - torch.ones(2), torch.zeros(2))
+
+
+def test_a_forged_reply_written_to_every_descriptor_earns_nothing(tmp_path, monkeypatch):
+    """The old trick (a results line on the saved stdout, then os._exit) and its new form (a
+    well-framed reply claiming the right outputs, on every open descriptor): either the worker
+    ends without a reply, or what it sent is read as data and shown false by the replay."""
+    body = """
+    import io
+    import os
+    import struct
+
+    def _forge(reply):
+        buffer = io.BytesIO()
+        torch.save(reply, buffer)
+        frame = struct.pack(">Q", len(buffer.getvalue())) + buffer.getvalue()
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b"@@learning.check results@@ [] " + frame)
+            except OSError:
+                pass
+
+    _forge({"ok": True, "forged": True})
+    os._exit(0)
+
+
+    def softmax(x):
+        return launch(x, torch.empty_like(x))
+    """
+    results = grade(tmp_path, monkeypatch, body)
+    assert earned(results) == 0
+    assert list(results) == ["check process"]
+    message = results["check process"].message
+    assert "without replying" in message or "its reply was refused" in message
+
+
+def test_a_reply_forged_after_each_call_earns_nothing(tmp_path, monkeypatch):
+    """A reply with correct outputs computed by PyTorch and an empty trace, sent on every
+    descriptor before the call returns: the replay finds no kernel behind it."""
+    body = """
+    import io
+    import os
+    import struct
+
+
+    def softmax(x):
+        y = torch.softmax(x.float(), dim=-1).to(x.dtype)
+        buffer = io.BytesIO()
+        torch.save({"ok": True, "outputs": (y,), "settled": True, "described": [],
+                    "trace": {"format": 1, "buffers": [], "launches": [], "scalars": {}}},
+                   buffer)
+        frame = struct.pack(">Q", len(buffer.getvalue())) + buffer.getvalue()
+        for fd in range(3, 64):
+            try:
+                os.fstat(fd)
+                os.write(fd, frame)
+            except OSError:
+                pass
+        return y
+    """
+    results = grade(tmp_path, monkeypatch, body)
+    assert earned(results) == 0
+    assert NOT_YOURS in messages(results) or "reply was refused" in messages(results)
+
+
+# --------------------------------------------------------------------------- not your kernels
+
+# name -> (the cheat, the exercise, what the verdict must say). Every one of these returns the
+# right values; the replay of its kernels on hidden inputs shows they did not compute them.
+NOT_YOURS_CHEATS = {
+    "a no-op launch, then PyTorch's result": (
+        """
+        def softmax(x):
+            decoy(x)
+            return torch.softmax(x.float(), dim=-1).to(x.dtype)
+        """,
+        "softmax", "a tensor PyTorch computed",
+    ),
+    "PyTorch behind try/except": (
+        """
+        def softmax(x):
+            try:
+                if x.shape[1] > 1024:
+                    raise ValueError("too wide for my kernel")
+                return launch(x, torch.empty_like(x))
+            except Exception:
+                return torch.softmax(x.float(), dim=-1).to(x.dtype)
+        """,
+        "softmax", "no Triton kernel ran: the result came from PyTorch",
+    ),
+    "the reference's kernel behind a decoy launch": (
+        """
+        from reference.kernels.softmax import softmax as reference_softmax
+
+
+        def softmax(x):
+            decoy(x)
+            return reference_softmax(x)  # a correct Triton kernel, but not the learner's
+        """,
+        "softmax", "a kernel defined outside your",
+    ),
+    "a reference kernel relabelled as yours": (
+        """
+        from reference.kernels import softmax as reference
+
+        kernel = reference._softmax_fwd_kernel
+        kernel.__module__ = kernel.fn.__module__ = __name__
+        kernel.fn.__qualname__ = "my_softmax_kernel"
+
+
+        def softmax(x):
+            y = torch.empty_like(x)
+            kernel[(x.shape[0],)](x, y, x.shape[0], x.stride(0), y.stride(0), N=x.shape[1],
+                                  BLOCK=triton.next_power_of_2(x.shape[1]), ROWS=1)
+            return y
+        """,
+        "softmax", "_softmax_fwd_kernel, a kernel defined outside your",
+    ),
+    "work done in a child process": (
+        """
+        import os
+        import subprocess
+        import sys
+        import tempfile
+
+
+        def softmax(x):
+            decoy(x)
+            folder = tempfile.mkdtemp()
+            given, result = os.path.join(folder, "x.pt"), os.path.join(folder, "y.pt")
+            torch.save(x.detach().clone(), given)
+            code = (f"import torch; x = torch.load({given!r}); "
+                    f"torch.save(torch.softmax(x.float(), -1).to(x.dtype), {result!r})")
+            subprocess.run([sys.executable, "-c", code], check=True)
+            return torch.load(result)
+        """,
+        "softmax", "a tensor PyTorch computed",
+    ),
+    "a Triton forward with a PyTorch backward": (
+        """
+        class Softmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(y := launch(x, torch.empty_like(x)))
+                return y
+
+            @staticmethod
+            def backward(ctx, dy):
+                return torch._softmax_backward_data(dy, ctx.saved_tensors[0], -1, dy.dtype)
+
+
+        def softmax(x):
+            return Softmax.apply(x)
+        """,
+        "softmax_train", "a tensor PyTorch computed",
+    ),
+    "the kernel for the first 64 rows, PyTorch for the rest": (
+        """
+        def softmax(x):
+            y = torch.softmax(x.float(), dim=-1).to(x.dtype)
+            launch(x[:64], y[:64])  # the kernel's share: as many rows as the old checks had
+            return y
+        """,
+        "softmax", REPLAYED,
+    ),
+    "right for 40 calls, then no work": (
+        """
+        _calls = [0]
+
+
+        def softmax(x):
+            _calls[0] += 1
+            if _calls[0] <= 40:
+                return launch(x, torch.empty_like(x))
+            return torch.softmax(x.float(), dim=-1).to(x.dtype)  # no kernel any more
+        """,
+        "softmax", "no Triton kernel ran: the result came from PyTorch",
+    ),
+    "a cache keyed on pointer, layout and version": (
+        """
+        _cache = {}
+
+
+        def softmax(x):
+            key = (x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x._version)
+            if key not in _cache:
+                _cache[key] = launch(x, torch.empty_like(x))
+            return _cache[key]
+        """,
+        "softmax", "no Triton kernel ran",
+    ),
+    # Honest when it sees the checker (its modules, its name on the command line or the
+    # stack), a cheat otherwise: the worker shows it none of them.
+    "honest only under the checker": (
+        """
+        import inspect
+        import sys
+
+
+        def _checked():
+            if any(name.startswith("learning.check") for name in sys.modules):
+                return True
+            if any("learning.check" in arg or "learning/check" in arg for arg in sys.argv):
+                return True
+            return any("learning/check" in frame.filename or "learning.check" in str(
+                frame.frame.f_globals.get("__name__")) for frame in inspect.stack())
+
+
+        def softmax(x):
+            if _checked():
+                return launch(x, torch.empty_like(x))
+            decoy(x)
+            return torch.softmax(x.float(), dim=-1).to(x.dtype)
+        """,
+        "softmax", "a tensor PyTorch computed",
+    ),
+}
+
+
+@pytest.mark.parametrize("cheat", list(NOT_YOURS_CHEATS))
+def test_a_result_your_kernels_did_not_compute_earns_nothing(cheat, tmp_path, monkeypatch):
+    """Right values from PyTorch, a cache, another package's kernel, another process, a kernel
+    that covers only the inputs it expected: the exercise earns nothing, saying why."""
+    body, exercise, reason = NOT_YOURS_CHEATS[cheat]
+    results = grade(tmp_path, monkeypatch, body, exercise)
+    assert earned(results) == 0
+    shape_check = results[f"{exercise} 16x256"]
+    assert shape_check.message.startswith(NOT_YOURS), shape_check.message
+    assert reason in shape_check.message, shape_check.message
+
+
+def test_correct_only_on_the_registry_shapes_fails_the_drawn_shapes(tmp_path, monkeypatch):
+    """A block size looked up for the registry's widths, too small elsewhere."""
+    body = """
+    _BLOCKS = {256: 256, 781: 1024, 3000: 4096}
+
+
+    def softmax(x):
+        y = torch.empty_like(x)
+        block = _BLOCKS.get(x.shape[1], 256)
+        softmax_kernel[(x.shape[0],)](x, y, min(x.shape[1], block), x.stride(0), y.stride(0),
+                                      BLOCK=block)
+        return y
+    """
+    results = grade(tmp_path, monkeypatch, body)
+    assert all(results[f"softmax {shape}"].passed for shape in ("16x256", "37x781", "5x3000"))
+    message = results["softmax rows past 4096 (float32)"].message
+    assert not results["softmax rows past 4096 (float32)"].passed
+    assert "never written" in message or "outside tolerance" in message
+    assert 0 < earned(results) < kernels.points_for("softmax")
+
+
+# --------------------------------------------------------------------------- a kernel that hangs
+
+
+def test_a_hung_kernel_fails_its_check_and_the_others_still_run(tmp_path, monkeypatch):
+    body = """
+    @triton.jit
+    def hanging_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK: tl.constexpr):
+        i = 0
+        while i < n_cols:  # n_cols 256: the loop never moves on
+            i = i * 1 + (n_cols != 256)
+        softmax_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK)
+
+
+    def softmax(x):
+        if tuple(x.shape) == (16, 256):
+            y = torch.empty_like(x)
+            hanging_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0),
+                                          BLOCK=triton.next_power_of_2(x.shape[1]))
+            return y
+        return launch(x, torch.empty_like(x))
+    """
+    started = time.perf_counter()
+    results = grade(tmp_path, monkeypatch, body)
+    assert time.perf_counter() - started < 60
+    message = results["softmax 16x256"].message
+    assert message.startswith("input: softmax 16x256 ") and "did not return within" in message
+    assert results["softmax 37x781"].passed and results["softmax odd widths"].passed
+
+
+# --------------------------------------------------------------------------- classic faults
+
+
 CHEATS = {
     "stale_memory": (
         """
@@ -61,66 +434,8 @@ CHEATS = {
         def softmax(x):
             return launch(x, x)  # softmax written over the input, handed back
         """,
-        "softmax returns a fresh output each call",
-        "output is the input x (same memory)",
-    ),
-    "overwrites_input": (
-        """
-        def softmax(x):
-            y = launch(x, torch.empty_like(x))
-            x.zero_()  # scribbles on the input after using it
-            return y
-        """,
         "softmax leaves its inputs unchanged",
-        "the kernel changed its input x",
-    ),
-    "cache_by_pointer": (
-        """
-        _cache = {}
-
-
-        def softmax(x):
-            key = x.data_ptr()
-            if key not in _cache:
-                _cache[key] = launch(x, torch.empty_like(x))
-            return _cache[key]
-        """,
-        "softmax 16x256",
-        "got call 1's result back: the output was cached by pointer or shape",
-    ),
-    "cache_by_shape": (
-        """
-        _cache = {}
-
-
-        def softmax(x):
-            key = (tuple(x.shape), x.dtype)
-            if key not in _cache:
-                _cache[key] = launch(x, torch.empty_like(x))
-            return _cache[key]
-        """,
-        "softmax 16x256",
-        "got call 1's result back: the output was cached by pointer or shape",
-    ),
-    "lookup_table_of_checked_shapes": (
-        """
-        from learning import ops
-
-        _spec = ops.get("softmax")
-        # Results for the checked shapes, from inputs made with a seed of its own.
-        _table = {
-            (shape, dtype): torch.softmax(_spec.inputs(shape, dtype, 0)["x"].float(), -1)
-            for shape in _spec.cpu_shapes
-            for dtype in _spec.dtypes
-        }
-
-
-        def softmax(x):
-            launch(x, torch.empty_like(x))
-            return _table[(tuple(x.shape), x.dtype)].to(x.dtype)
-        """,
-        "softmax 16x256",
-        "values outside tolerance",
+        "input x: the kernels changed",
     ),
     "zeros": (
         """
@@ -130,43 +445,6 @@ CHEATS = {
         """,
         "softmax 16x256",
         "output is all zeros",
-    ),
-    "echo": (
-        """
-        def softmax(x):
-            launch(x, torch.empty_like(x))
-            return x.clone()
-        """,
-        "softmax 16x256",
-        "output equals the input x: the kernel copied its input",
-    ),
-    "pytorch_fallback": (
-        """
-        def softmax(x):
-            return torch.softmax(x.float(), dim=-1).to(x.dtype)
-        """,
-        "softmax runs a Triton kernel",
-        "no Triton kernel ran: the result came from PyTorch",
-    ),
-    "borrows_the_reference": (
-        """
-        from reference.kernels.softmax import softmax as reference_softmax
-
-
-        def softmax(x):
-            return reference_softmax(x)  # a correct Triton kernel, but not the learner's
-        """,
-        "softmax runs a Triton kernel",
-        "are defined in reference.kernels.softmax, not in your",
-    ),
-    "silently_half_precision": (
-        """
-        def softmax(x):
-            low = x.to(torch.float16)  # float32 inputs computed in float16
-            return launch(low, torch.empty_like(low)).to(x.dtype)
-        """,
-        "softmax 16x256",
-        "float32, seed",  # fails on float32 inputs ...
     ),
     "tensor_subclass": (
         """
@@ -196,19 +474,6 @@ CHEATS = {
         "softmax 16x256",
         "output is a Lazy, not a torch.Tensor",
     ),
-    "right_only_when_warming_up": (
-        """
-        _calls = [0]
-
-
-        def softmax(x):
-            _calls[0] += 1
-            y = launch(x, torch.empty_like(x))
-            return y if _calls[0] == 1 else y * 1.05
-        """,
-        "softmax 16x256",
-        "call 1 with these values was right and call 2 was not",
-    ),
     "nondeterministic": (
         """
         import random
@@ -222,8 +487,8 @@ CHEATS = {
             bits[random.randrange(bits.numel())] ^= 1
             return y
         """,
-        "softmax is deterministic and done when it returns",
-        "non-deterministic: the same inputs gave different bits in call 1 and call 2",
+        "softmax is deterministic",
+        "your function returned something other than what your kernels stored",
     ),
     "finishes_in_a_background_thread": (
         """
@@ -245,104 +510,22 @@ CHEATS = {
         "softmax 16x256",
         "the output changed after the call returned",
     ),
-    "patches_the_timer_on_import": (
-        """
-        import time
-
-        time.perf_counter = lambda: 0.0
-
-
-        def softmax(x):
-            return launch(x, torch.empty_like(x))
-        """,
-        "softmax 16x256",
-        "the implementation modified time.perf_counter",
-    ),
-    "patches_cuda_events_when_called": (
-        """
-        class InstantEvent:
-            def __init__(self, *args, **kwargs):
-                pass
-
-            def record(self, *args):
-                pass
-
-            def elapsed_time(self, other):
-                return 0.001
-
-
-        def softmax(x):
-            torch.cuda.Event = InstantEvent
-            return launch(x, torch.empty_like(x))
-        """,
-        "softmax 16x256",
-        "the implementation modified torch.cuda.Event",
-    ),
-    "reads_the_oracle_through_gc": (
-        """
-        import gc
-
-
-        def softmax(x):
-            launch(x, torch.empty_like(x))
-            for obj in gc.get_objects():
-                if (
-                    type(obj) is torch.Tensor
-                    and obj.dtype == torch.float64
-                    and tuple(obj.shape) == tuple(x.shape)
-                ):
-                    return obj.to(x.dtype)
-            return torch.zeros_like(x)  # found nothing to copy
-        """,
-        "softmax 16x256",
-        "output is all zeros",
-    ),
 }
 
 
-def make_cheat(tmp_path: Path, monkeypatch, body: str) -> str:
-    package = f"cheat_{uuid.uuid4().hex[:10]}"
-    module_dir = tmp_path / package / "kernels"
-    module_dir.mkdir(parents=True)
-    (tmp_path / package / "__init__.py").write_text("import learning  # noqa: F401\n")
-    (module_dir / "__init__.py").write_text("")
-    (module_dir / "softmax.py").write_text(HONEST_KERNEL + "\n" + textwrap.dedent(body))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return package
-
-
 @pytest.mark.parametrize("cheat", list(CHEATS))
-def test_cheat_is_rejected_with_the_fault_named(cheat, tmp_path, monkeypatch):
+def test_classic_fault_is_rejected_with_the_fault_named(cheat, tmp_path, monkeypatch):
     """Does the checker fail this cheat, and does the failing check say what the cheat did?"""
     body, check, fault = CHEATS[cheat]
-    perf_counter, event = time.perf_counter, torch.cuda.Event
-    results = {r.name: r for r in kernels.run("softmax", make_cheat(tmp_path, monkeypatch, body))}
-    assert time.perf_counter is perf_counter and torch.cuda.Event is event  # put back
+    results = grade(tmp_path, monkeypatch, body)
     assert not results[check].passed, results[check]
     assert fault in results[check].message, results[check].message
-    assert sum(r.earned for r in results.values()) < kernels.points_for("softmax")
-
-
-@pytest.mark.parametrize("cheat", ["pytorch_fallback", "borrows_the_reference"])
-def test_a_result_from_another_kernel_earns_nothing(cheat, tmp_path, monkeypatch):
-    """PyTorch's result, or the reference's kernel, scores zero, not just minus one property?"""
-    body, _, fault = CHEATS[cheat]
-    results = kernels.run("softmax", make_cheat(tmp_path, monkeypatch, body))
-    assert sum(r.earned for r in results) == 0
-    assert all(r.message.startswith("not graded: ") and fault in r.message for r in results)
-
-
-def test_half_precision_fails_on_the_tolerance_not_on_shape_or_dtype(tmp_path, monkeypatch):
-    """Is float16 arithmetic on float32 inputs caught by the tolerance itself?"""
-    body, check, _ = CHEATS["silently_half_precision"]
-    results = {r.name: r for r in kernels.run("softmax", make_cheat(tmp_path, monkeypatch, body))}
-    message = results[check].message
-    assert message.startswith("input: softmax 16x256 float32, seed ")
-    assert "values outside tolerance" in message
+    assert earned(results) < kernels.points_for("softmax")
 
 
 def test_honest_kernel_passes_so_the_cheats_fail_for_their_cheat(tmp_path, monkeypatch):
     """Does the kernel every cheat wraps earn full marks on its own?"""
     body = "def softmax(x):\n    return launch(x, torch.empty_like(x))\n"
-    results = kernels.run("softmax", make_cheat(tmp_path, monkeypatch, body))
-    assert [r.message for r in results if not r.passed] == []
+    results = grade(tmp_path, monkeypatch, body)
+    assert [r.message for r in results.values() if not r.passed] == []
+    assert earned(results) == kernels.points_for("softmax")

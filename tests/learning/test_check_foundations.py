@@ -427,3 +427,23 @@ def test_the_checker_grades_a_foundations_exercise_in_its_own_process():
     report = check_exercise("tensors", "reference")
     assert report.passed, [check.message for check in report.checks if not check.passed]
     assert report.points == report.max_points
+
+
+def test_a_module_that_patches_the_checker_on_import_changes_no_verdict(tmp_path, monkeypatch):
+    """The learner's module runs in the worker, never here: patching the result class, the
+    JSON encoder and float comparisons there leaves the verdicts where they are reached."""
+    source = _mistake("rounding", "return torch.finfo(dtype).eps / 2", "return 0.5") + '''
+import json
+import math
+
+import learning.check.model as model
+
+model.CheckResult.earned = property(lambda self: self.max_points)
+json.dumps = lambda *args, **kwargs: "[]"
+math.isclose = lambda *args, **kwargs: True
+'''
+    impl = _package(tmp_path, monkeypatch, "rounding", source)
+    results = foundations.run("rounding", impl)
+    failed = _failed(results)
+    assert "unit_roundoff of three dtypes" in failed
+    assert sum(r.earned for r in results) < len(results)

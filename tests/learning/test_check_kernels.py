@@ -8,10 +8,8 @@ Where the fault is a kernel fault (a store past the end, an unmasked read) it is
 
 from __future__ import annotations
 
-import json
+import io
 import os
-import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -21,8 +19,9 @@ import torch
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning import correctness, ops
-from learning.check import kernel_hints, kernels
+from learning.check import kernel_hints, kernels, protocol, replaying
 from learning.check.kernel_guards import AllocationTrap
+from learning.check.remote import RemoteModule, Session
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,18 +34,19 @@ import triton.language as tl
 # A correct row softmax the faulty softmax packages build on.
 SOFTMAX = HEADER + """
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
     x = x - tl.max(x, axis=0)
     numerator = tl.exp(x)
-    tl.store(y_ptr + row * n_cols + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
+    tl.store(y_ptr + row * y_stride + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
 
 
 def launch(x, y):
-    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0),
+                                  BLOCK=triton.next_power_of_2(x.shape[1]))
     return y
 """
 
@@ -173,24 +173,15 @@ def add(x, y):
 def test_store_past_the_end_is_named_with_its_distance(tmp_path, monkeypatch):
     """Does a store without a mask fail as an out-of-bounds store, saying how far it went?
 
-    Run in a subprocess: a store past the end uses real pointers in the interpreter.
-    """
+    The values it returns are right; the replay of its launches, inside guard regions, shows
+    where the last block's stores landed."""
     package = make_impl(tmp_path, monkeypatch, add=ADD_WITHOUT_STORE_MASK)
-    script = (
-        "import json, learning; from learning.check import kernels; "
-        f"print(json.dumps([r.as_dict() for r in kernels.run('add', {package!r})]))"
-    )
-    process = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"},
-    )
-    assert process.returncode == 0, process.stderr[-2000:]
-    results = {r["name"]: r for r in json.loads(process.stdout.strip().splitlines()[-1])}
-    assert results["add 16x256"]["passed"]  # 4096 elements: every block is full
-    message = results["add 37x781"]["message"]
+    results = {r.name: r for r in kernels.run("add", package)}
+    assert results["add 16x256"].passed  # 4096 elements: every block is full
+    message = results["add 37x781"].message
     # 37 * 781 = 28897 elements; 29 blocks of 1024 end at 29696: 799 past the end.
-    assert message.startswith("input: add 37x781 float16, seed ")
-    assert "out-of-bounds store, 799 elements past the end of output" in message
+    assert message.startswith("input: add 37x781 ")
+    assert "out-of-bounds store" in message and "a store 799 elements past the end" in message
     assert "mask the stores" in message
 
 
@@ -268,8 +259,9 @@ def test_kernel_that_mutates_its_input_fails(tmp_path, monkeypatch):
     """Does a kernel that also stores into its input lose the 'inputs unchanged' check?"""
     package = make_impl(tmp_path, monkeypatch, add=ADD_THAT_OVERWRITES_X)
     results = failures(kernels.run("add", package))
-    assert list(results) == ["add leaves its inputs unchanged"]
-    assert "the kernel changed its input x" in results["add leaves its inputs unchanged"]
+    assert "input x: the kernels changed" in results["add leaves its inputs unchanged"]
+    # Called again on the same tensors, it adds y to what it left in x: the repeat is wrong.
+    assert set(results) <= {"add leaves its inputs unchanged", "add repeated calls"}
 
 
 # --------------------------------------------------------------------------- unwritten outputs
@@ -279,9 +271,9 @@ def test_torch_empty_returned_unwritten_fails(tmp_path, monkeypatch):
     """Does an output that nothing stored to fail as 'never written'?"""
     source = SOFTMAX + "\n\ndef softmax(x):\n    return torch.empty_like(x)\n"
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = failures(kernels.run("softmax", package))
-    assert "output was never written" in results["softmax 16x256"]
-    assert len(results) == 8  # nothing earns a point
+    results = kernels.run("softmax", package)
+    assert "output was never written" in failures(results)["softmax 16x256"]
+    assert sum(r.earned for r in results) == 0  # nothing earns a point
 
 
 def test_stub_with_an_empty_kernel_says_not_done_yet(tmp_path, monkeypatch):
@@ -316,8 +308,10 @@ def test_stub_raising_not_implemented_says_not_done_yet(tmp_path, monkeypatch):
     assert sum(r.earned for r in results) == 0
 
 
-def test_cached_output_fails_the_fresh_output_check(tmp_path, monkeypatch):
-    """Does a kernel that reuses one output tensor per shape lose 'a fresh output each call'?"""
+def test_cached_output_is_reported_without_costing_points(tmp_path, monkeypatch):
+    """A kernel that reuses one output tensor per shape: its process reports the reuse (a
+    check of no points: the report could be forged), and the replays, which give the kernels a
+    fresh output each time, show that the kernels computed every result."""
     source = SOFTMAX + '''
 _outputs = {}
 
@@ -327,11 +321,12 @@ def softmax(x):
     return launch(x, out)
 '''
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = failures(kernels.run("softmax", package))
-    assert list(results) == ["softmax returns a fresh output each call"]
-    assert "output is the same tensor call 1 returned" in results[
-        "softmax returns a fresh output each call"
-    ]
+    results = kernels.run("softmax", package)
+    report = "softmax returns a fresh output each call (as its process reports; no points)"
+    assert list(failures(results)) == [report]
+    assert "an output is the same tensor an earlier call returned" in failures(results)[report]
+    # The kernels computed every result (the replays show it): only the report fails.
+    assert sum(r.earned for r in results) == kernels.points_for("softmax")
 
 
 # --------------------------------------------------------------------------- op-specific hints
@@ -339,18 +334,19 @@ def softmax(x):
 
 SOFTMAX_WITHOUT_MAX = HEADER + """
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+def softmax_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
     numerator = tl.exp(x)  # the fault: no max subtraction, overflows for x > 88
-    tl.store(y_ptr + row * n_cols + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
+    tl.store(y_ptr + row * y_stride + cols, numerator / tl.sum(numerator, axis=0), mask=mask)
 
 
 def softmax(x):
     y = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    softmax_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0),
+                                  BLOCK=triton.next_power_of_2(x.shape[1]))
     return y
 """
 
@@ -404,7 +400,7 @@ def test_softmax_backward_without_row_sum_is_named(tmp_path, monkeypatch):
     package = make_impl(tmp_path, monkeypatch, softmax=SOFTMAX_BACKWARD_WITHOUT_ROW_SUM)
     results = failures(kernels.run("softmax_train", package))
     message = results["softmax_train 37x781"]
-    assert message.startswith("input: softmax_train 37x781 float16, seed ")
+    assert message.startswith("input: softmax_train 37x781 ")
     assert "grad_x: " in message and "outside tolerance" in message
     assert "grad_x matches y * dy: it is missing the row-sum term" in message
 
@@ -573,3 +569,143 @@ def test_unwritten_region_is_located(name, region, hint):
         spec, values, (output,), expected, verdicts, dtype=dtype, scale=1.0, start_here="",
     )
     assert any(hint in h for h in hints), hints
+
+
+# --------------------------------------------------------------------------- the trust boundary
+
+
+class _Pickled:
+    """A class a forged reply might smuggle: weights_only must never rebuild it."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def _payload(message) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(message, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ({"ok": True, "value": _Pickled()}, "could not be decoded"),
+        ({"ok": True, "value": torch.nn.Parameter(torch.ones(2))}, "holds a Parameter"),
+        ({"ok": True, "value": torch.ones(3).to_sparse()}, "not a plain CPU tensor"),
+        ({"ok": True, "value": torch.ones(1).expand(2**28)}, "too large"),
+        ({"ok": True, 1: "a key that is not a string"}, "key is not a string"),
+        ({"ok": True, "value": torch.float16}, "does not allow"),
+    ],
+    ids=["pickled object", "parameter", "sparse", "expanded", "int key", "raw dtype"],
+)
+def test_a_reply_that_is_not_plain_data_is_refused(message, reason):
+    """Replies are untrusted: only plain data decodes, within limits."""
+    with pytest.raises(protocol.BadReply, match=reason):
+        protocol.loads(_payload(message))
+
+
+def test_a_reply_nested_too_deep_or_too_long_is_refused():
+    deep: list = []
+    for _ in range(protocol.MAX_DEPTH + 2):
+        deep = [deep]
+    with pytest.raises(protocol.BadReply, match="nested more than"):
+        protocol.loads(_payload({"value": deep}))
+    with pytest.raises(protocol.BadReply, match="more than"):
+        protocol.read_frame(_pipe_with(protocol.HEADER.pack(10**12)), limit=1000)
+
+
+def _pipe_with(data: bytes) -> int:
+    read, write = os.pipe()
+    os.write(write, data)
+    os.close(write)
+    return read
+
+
+def test_values_come_back_as_stand_ins_that_run_no_learner_code():
+    """A dataclass, a named tuple, a numpy scalar, an exception: rebuilt from data alone."""
+    import collections
+
+    import numpy as np
+
+    Pair = collections.namedtuple("Pair", "low high")
+    plain = protocol.to_plain({"t": ops.Tolerance(1e-3, 2e-3), "p": Pair(1, 2),
+                               "b": np.bool_(True), "d": torch.bfloat16})  # fmt: skip
+    protocol.validate(plain)
+    back = protocol.revive(plain)
+    assert back["t"] == ops.Tolerance(1e-3, 2e-3) and type(back["t"]).__name__ == "Tolerance"
+    assert tuple(back["p"]) == (1, 2) and back["p"].high == 2
+    assert repr(back["p"]) == "Pair(low=1, high=2)"
+    assert isinstance(back["b"], np.bool_) and back["d"] is torch.bfloat16
+    try:
+        raise KeyError("missing")
+    except KeyError as error:
+        info = protocol.describe_error(error, REPO / "tests", REPO)
+    revived = protocol.revive_error(info)
+    assert isinstance(revived, KeyError) and type(revived).__name__ == "KeyError"
+    assert str(revived) == "'missing'" and revived.learner_frame.path.startswith("tests/")
+
+
+def test_the_worker_is_not_told_the_seed(monkeypatch):
+    """The run seed stays on the checker's side: the worker's environment lacks it."""
+    monkeypatch.setenv("LEARNING_CHECK_SEED", "12345")
+    with Session("add", "reference") as session:
+        assert session.seed == 12345
+        seen = RemoteModule(session, "os").call("getenv", ("LEARNING_CHECK_SEED",), {},
+                                                limit_s=60)  # fmt: skip
+    assert seen.returned and seen.value is None
+
+
+def test_a_seed_given_by_the_caller_replays_the_same_inputs():
+    """check_exercise(seed=...) (the grader's) draws every input from it, as the variable
+    does; a seed that is not a whole number >= 0 is refused in one line."""
+    from learning.check.runner import check_exercise
+
+    first = check_exercise("measurement", "reference", seed=7)
+    again = check_exercise("measurement", "reference", seed=7)
+    assert first.passed and [c.message for c in first.checks] == [c.message for c in again.checks]
+    with pytest.raises(ValueError, match="seed must be a whole number"):
+        check_exercise("measurement", "reference", seed=-1)
+
+
+def _trace(kinds: list[str]) -> dict:
+    buffers = []
+    for index, kind in enumerate(kinds):
+        entry = {"id": index, "kind": kind, "name": None, "nbytes": 64, "dtype": "float32",
+                 "fill": None}  # fmt: skip
+        if kind == "input":
+            entry.update(name="x", size=[4, 4], stride=[4, 1])
+        buffers.append(entry)
+    return {"format": 1, "buffers": buffers, "launches": [], "scalars": {}}
+
+
+def _view(buffer: int, shape, stride, offset: int = 0) -> dict:
+    return {"buffer": buffer, "offset": offset, "dtype": "float32", "shape": list(shape),
+            "stride": list(stride)}  # fmt: skip
+
+
+def test_a_copy_of_an_input_is_made_again_from_the_hidden_values():
+    """A wrapper that copies an input into memory it allocated (the reference GEMM aligning
+    rows): the copy is replayed from the inputs the replay is given, never from the worker."""
+    trace = _trace(["input", "opaque"])
+    copies = [[_view(1, (4, 4), (4, 1)), _view(0, (4, 4), (4, 1))]]
+    rewritten, extra = replaying.copied_inputs(trace, copies)
+    assert rewritten["buffers"][1]["kind"] == "input"
+    hidden = torch.arange(16.0).reshape(4, 4)
+    (name, made), = extra({"x": hidden}).items()
+    assert name == "copied_1" and torch.equal(made, hidden.flatten())
+
+
+def test_a_claimed_copy_from_anything_but_an_input_stays_unreplayable():
+    trace = _trace(["opaque", "opaque"])
+    copies = [[_view(1, (4, 4), (4, 1)), _view(0, (4, 4), (4, 1))]]
+    rewritten, extra = replaying.copied_inputs(trace, copies)
+    assert [b["kind"] for b in rewritten["buffers"]] == ["opaque", "opaque"] and not extra({})
+
+
+def test_an_output_buffer_is_replayed_as_a_fresh_poisoned_allocation():
+    """Memory the call did not allocate, returned as its output: the replay gives the kernels
+    a poisoned buffer instead, so only what they store can come back."""
+    trace = _trace(["input", "opaque", "opaque"])
+    rewritten = replaying.fresh_outputs(trace, [_view(1, (4, 4), (4, 1))])
+    assert [b["kind"] for b in rewritten["buffers"]] == ["input", "alloc", "opaque"]
