@@ -1,0 +1,231 @@
+"""What a benchmark run is asked to do (:class:`BenchConfig`) and the checks on that request.
+
+Everything a user can get wrong is checked here, before any work: a bad request ends as one
+:class:`BenchInputError` line (the command prints it and exits 2) and no file is written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from learning import ops, runtime
+
+TIMINGS = ("graph", "events")
+CACHES = ("warm", "cold")
+FLUSHES = ("read", "write")  # how a cold-cache flush evicts the L2 (see timers.make_flush)
+BURSTS = ("on", "off")  # the GEMM burst before each visit (machine.ClockWarmer)
+# --compile-mode -> torch.compile's mode. max-autotune leaves out Inductor's own CUDA graphs
+# (its cudagraph trees): kernel-bench captures every variant in a CUDA graph of its own, and a
+# graph that Inductor records inside that capture conflicts with it.
+COMPILE_MODES = {"default": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+IMPLS = ("reference", "learner")
+DEVICES = ("auto", "cuda", "cpu")
+HOST_DELAY_ENV = "KERNEL_BENCH_HOST_DELAY_US"
+
+GRAPH_INVOCATIONS = 30  # calls captured in one CUDA graph (warm cache); a sample is one replay
+WARMUP_CALLS = 5  # after the oracle check (JIT, autotuning), before capture
+DEFAULT_ITERATIONS = {"graph-warm": GRAPH_INVOCATIONS, "graph-cold": 10, "events": 10, "cpu": 1}
+
+
+class BenchInputError(ValueError):
+    """A request the benchmark cannot run; its message is the one line shown to the user."""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One ``kernel-bench`` invocation. ``learning.bench.run(config)`` carries it out."""
+
+    op: str
+    output: Path
+    shapes: tuple[tuple, ...] | None = None  # None: the spec's default (or CPU) shapes
+    dtype: str | None = None  # None: every dtype the op supports
+    compile: bool = False  # add Inductor's version of the first PyTorch baseline
+    compile_mode: str = "default"  # how Inductor builds it (a key of COMPILE_MODES)
+    cache: str = "warm"  # "cold": flush the L2 before every timed call
+    flush: str = "read"  # cold cache: "read" leaves clean lines, "write" dirty ones
+    clock_burst: str = "off"  # "on": a GEMM burst before each visit (GPUs whose clocks ramp)
+    timing: str = "graph"  # "graph" (CUDA graph replay) or "events" (dispatch-sensitive)
+    samples: int = 9  # per variant and case; a multiple of visits
+    visits: int = 3  # times each case is visited, in a seeded random order
+    iterations: int | None = None  # calls averaged in one sample; None: the mode's default
+    seed: int = 0  # inputs and every shuffle
+    impl: str = "reference"  # "learner": the learner's kernel beside the reference
+    device: str = "auto"
+    reference_package: str = "reference"  # tests substitute a throwaway package
+    learner_package: str = "exercises"
+    host_delay_us: float = 0.0  # debug: busy-wait inside every timed callable (host side)
+    quiet: bool = False  # no progress lines, no table
+    force: bool = False  # replace an existing report at ``output`` (refused without it)
+    worker_timeout_s: float = 600.0  # the learner's call in its own process must return by then
+
+    def settings(self, device: str, ops_run: list[str], dtypes: list[str]) -> dict:
+        """The report's ``settings``: every field, resolved, plus the figures the method fixed."""
+        values = asdict(self)
+        for local in ("quiet", "force", "worker_timeout_s"):  # how to run, not what was measured
+            values.pop(local)
+        timing = "cpu-interpreter" if device == "cpu" else self.timing
+        return {
+            **values,
+            "output": str(self.output),
+            "shapes": [list(s) for s in self.shapes] if self.shapes else None,
+            "ops": ops_run,
+            "dtypes": dtypes,
+            "device": device,
+            "timing": timing,
+            "requested_timing": self.timing,
+            "iterations": self.resolved_iterations(device),
+            "rounds_per_visit": self.samples // self.visits,
+            "graph_invocations": GRAPH_INVOCATIONS if timing == "graph" else None,
+            "warmup_calls": WARMUP_CALLS if device == "cuda" else 1,
+        }
+
+    def resolved_iterations(self, device: str) -> int:
+        if self.iterations is not None:
+            return self.iterations
+        if device == "cpu":
+            return DEFAULT_ITERATIONS["cpu"]
+        if self.timing == "events":
+            return DEFAULT_ITERATIONS["events"]
+        return DEFAULT_ITERATIONS[f"graph-{self.cache}"]
+
+
+def host_delay_from_environment() -> float:
+    """``KERNEL_BENCH_HOST_DELAY_US`` (debug): the host delay the command line applies."""
+    raw = os.environ.get(HOST_DELAY_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BenchInputError(
+            f"{HOST_DELAY_ENV} must be a number of microseconds, got {raw!r}"
+        ) from None
+    if value < 0:
+        raise BenchInputError(f"{HOST_DELAY_ENV} must be >= 0, got {raw}")
+    return value
+
+
+def resolve_device(requested: str) -> str:
+    if requested not in DEVICES:
+        raise BenchInputError(f"unknown device {requested!r}; choose one of {', '.join(DEVICES)}")
+    available = runtime.default_device()  # "cuda" when compiled, "cpu" under the interpreter
+    if requested == "auto":
+        return available
+    if requested == "cuda" and available != "cuda":
+        raise BenchInputError("--device cuda: no CUDA GPU here (kernels run in the interpreter)")
+    if requested == "cpu" and available != "cpu":
+        raise BenchInputError(
+            "--device cpu on a GPU machine needs the interpreter chosen at start: "
+            "run TRITON_INTERPRET=1 kernel-bench ... --device cpu"
+        )
+    return requested
+
+
+def check_output(path: Path, force: bool = False) -> None:
+    """The output's directory must exist and be writable, and the path must not be a folder.
+
+    A report is evidence: an existing file is never replaced unless ``force`` says so (a CPU
+    run writing over a recorded GPU report would otherwise lose it without a word).
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise BenchInputError(
+            f"--output {path} is a directory; give a file name such as {path}/run.json"
+        )
+    if not parent.is_dir():
+        raise BenchInputError(f"--output {path}: directory {parent} does not exist")
+    try:  # the report is written as a temporary file in this directory, then renamed
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as error:
+        raise BenchInputError(
+            f"--output {path}: cannot write in {parent} ({error.strerror or error})"
+        ) from None
+    if path.exists() and not path.is_file():
+        raise BenchInputError(f"--output {path} exists and is not a regular file")
+    if path.exists() and not force:
+        raise BenchInputError(
+            f"--output {path} already exists; a report is evidence, so it is never replaced "
+            "unless you pass --force (or choose a new file name)"
+        )
+
+
+def check_numbers(config: BenchConfig) -> None:
+    for name in ("samples", "visits"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BenchInputError(f"--{name} must be a positive integer, got {value!r}")
+    if config.samples % config.visits:
+        raise BenchInputError(
+            f"--samples {config.samples} must be a multiple of --visits {config.visits} "
+            "(every visit takes the same number of rounds)"
+        )
+    if config.iterations is not None and (
+        isinstance(config.iterations, bool)
+        or not isinstance(config.iterations, int)
+        or config.iterations < 1
+    ):
+        raise BenchInputError(f"--iterations must be a positive integer, got {config.iterations!r}")
+    if isinstance(config.seed, bool) or not isinstance(config.seed, int):
+        raise BenchInputError(f"--seed must be an integer, got {config.seed!r}")
+    timeout = config.worker_timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise BenchInputError(f"worker_timeout_s must be a positive number, got {timeout!r}")
+    if config.host_delay_us < 0:
+        raise BenchInputError(f"host_delay_us must be >= 0, got {config.host_delay_us}")
+    for name, value, choices in (
+        ("timing", config.timing, TIMINGS),
+        ("cache", config.cache, CACHES),
+        ("flush", config.flush, FLUSHES),
+        ("clock-burst", config.clock_burst, BURSTS),
+        ("compile-mode", config.compile_mode, tuple(COMPILE_MODES)),
+        ("impl", config.impl, IMPLS),
+    ):
+        if value not in choices:
+            raise BenchInputError(f"--{name} must be one of {', '.join(choices)}, got {value!r}")
+    if config.compile_mode != "default" and not config.compile:
+        raise BenchInputError(
+            f"--compile-mode {config.compile_mode} needs --compile (it chooses how the compile "
+            "baseline is built)"
+        )
+    for name in (config.reference_package, config.learner_package):
+        if not name.isidentifier():
+            raise BenchInputError(f"an implementation is a package name, got {name!r}")
+
+
+def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, str]]:
+    """Cases to run: ``(spec, shape, dtype name)`` for every op x shape x dtype requested."""
+    try:
+        specs = ops.resolve(config.op)
+    except ValueError as error:
+        raise BenchInputError(str(error)) from None
+    cases = []
+    for spec in specs:
+        if config.dtype is None:
+            dtypes = list(spec.dtypes)
+        else:
+            try:
+                dtype = ops.dtype_from_name(config.dtype)
+            except ValueError as error:
+                raise BenchInputError(str(error)) from None
+            if dtype not in spec.dtypes:
+                supported = ", ".join(ops.dtype_name(d) for d in spec.dtypes)
+                raise BenchInputError(
+                    f"{spec.name} does not support {config.dtype}; it takes {supported}"
+                )
+            dtypes = [dtype]
+        if config.shapes:
+            shapes = []
+            for shape in config.shapes:
+                try:
+                    shapes.append(spec.validate_shape(shape))
+                except ValueError as error:
+                    raise BenchInputError(str(error)) from None
+        else:
+            shapes = list(spec.cpu_shapes if device == "cpu" else spec.default_shapes)
+        cases += [(spec, shape, ops.dtype_name(dtype)) for shape in shapes for dtype in dtypes]
+    return cases

@@ -1,0 +1,268 @@
+"""Is a report what it claims to be? Three questions, each answered by one function.
+
+1. :func:`schema_problems`: does it follow the JSON Schema of its version (an unknown
+   ``schema_version`` is rejected before anything else)?
+2. :func:`fingerprint_problems`: is every file the run executed still the file that was
+   measured, or preserved as a snapshot with the recorded hash? A file is compared by its
+   normalised hash where the report records one (a comment or docstring edited since the run
+   changes nothing), by its sha256 otherwise. Files the run did not execute are not looked at.
+3. :func:`consistency_problems`: do the summary figures follow from the samples: median, min
+   and max from ``samples_ms``, GB/s from the logical bytes and the median, TFLOP/s from the
+   FLOPs, every ratio from the PyTorch eager median of the same case, and (where a report has
+   it) ``paired_vs_eager`` from the variant's and eager's samples of the same rounds?
+
+:func:`validate` asks all three and returns one line per problem (an empty list: valid).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from learning.report.fingerprint import REPO_ROOT, SCHEMA_PATH, file_hashes, resolve_report_path
+from learning.report.stats import paired
+
+SCHEMA_VERSION = 2
+# jsonschema registers a checker for every string "format" it finds a library for when it is
+# first imported, and building one of them (rfc3987_syntax's grammar) takes a second. The
+# course's schemas use no "format" (a test sees to it) and validate without a format checker,
+# so these libraries are hidden from that import: they could change no verdict.
+_FORMAT_LIBRARIES = ("fqdn", "idna", "isoduration", "jsonpointer", "rfc3339_validator",
+                     "rfc3986_validator", "rfc3987", "rfc3987_syntax", "uri_template",
+                     "webcolors")  # fmt: skip
+
+
+def _jsonschema():
+    """The ``jsonschema`` module, imported without its format libraries if not yet imported."""
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hidden = [name for name in _FORMAT_LIBRARIES if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # None there: "import name" raises ImportError
+    try:
+        import jsonschema
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+    return jsonschema
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@lru_cache(maxsize=2)
+def _validator(path: Path):
+    return _jsonschema().Draft202012Validator(json.loads(path.read_text()))
+
+
+def _close(recorded: object, derived: float | None) -> bool:
+    if derived is None or recorded is None:
+        return recorded is None and derived is None
+    if not isinstance(recorded, int | float):
+        return False
+    return math.isclose(recorded, derived, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def schema_problems(report: object) -> list[str]:
+    if not isinstance(report, dict):
+        return [f"a report is a JSON object, got {type(report).__name__}"]
+    version = report.get("schema_version")
+    if version != SCHEMA_VERSION:
+        return [f"unsupported schema_version {version!r}; this validator reads {SCHEMA_VERSION}"]
+    problems = []
+    errors = _validator(SCHEMA_PATH).iter_errors(report)
+    for error in sorted(errors, key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        problems.append(f"schema: {where}: {error.message}")
+    return problems
+
+
+def fingerprint_problems(report: dict, repo_root: Path = REPO_ROOT) -> list[str]:
+    files = report["fingerprint"]["files"]
+    normalized = report["fingerprint"].get("normalized") or {}
+    snapshots = report.get("source_snapshots") or {}
+    problems = [
+        f"{path}: has a {what} but is not in the fingerprint"
+        for what, table in (("snapshot", snapshots), ("normalised hash", normalized))
+        for path in table
+        if path not in files
+    ]
+    for path, digest in files.items():
+        if path in snapshots:
+            problems += _snapshot_problems(path, digest, snapshots[path], normalized, repo_root)
+            continue
+        live = resolve_report_path(path, repo_root)
+        if not live.is_file():
+            problems.append(f"{path}: the run executed it, but it is gone and has no snapshot")
+            continue
+        raw, now = file_hashes(live, path)
+        if path not in normalized:
+            if raw != digest:
+                problems.append(
+                    f"{path}: changed since the run (recorded sha256 {digest[:12]}, now "
+                    f"{raw[:12]}) and no snapshot preserves the measured source; re-run, or "
+                    "restore the file"
+                )
+        elif now != normalized[path]:
+            problems.append(
+                f"{path}: its recorded normalised hash {normalized[path][:12]} is not that of "
+                f"the measured source ({now[:12]}); the report was altered"
+                if raw == digest
+                else f"{path}: changed since the run in more than comments and docstrings "
+                f"(recorded normalised hash {normalized[path][:12]}, now {now[:12]}) and no "
+                "snapshot preserves the measured source; re-run, or restore the file"
+            )
+    return problems
+
+
+def _snapshot_problems(
+    path: str, digest: str, snapshot: str, normalized: dict, repo_root: Path
+) -> list[str]:
+    """A snapshot holds exactly the measured bytes (its sha256), whatever the live file is."""
+    copy = (repo_root / snapshot).resolve()
+    if not copy.is_relative_to((repo_root / "results" / "snapshots").resolve()):
+        return [f"{path}: its snapshot {snapshot} is outside results/snapshots/"]
+    if not copy.is_file():
+        return [f"{path}: its snapshot {snapshot} is missing"]
+    raw, now = file_hashes(copy, path)
+    if raw != digest:
+        return [
+            f"{path}: its snapshot {snapshot} does not hold the measured source "
+            f"(recorded sha256 {digest[:12]}, snapshot {raw[:12]})"
+        ]
+    if path in normalized and now != normalized[path]:
+        return [
+            f"{path}: its recorded normalised hash {normalized[path][:12]} is not that of its "
+            f"snapshot {snapshot} ({now[:12]}); the report was altered"
+        ]
+    return []
+
+
+def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_samples) -> list:
+    where = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']} {variant['name']}"
+    samples = variant["samples_ms"]
+    status = variant["status"]
+    if status != "timed":
+        if samples or variant["median_ms"] is not None or variant.get("paired_vs_eager"):
+            return [f"{where}: status {status} but it carries timings"]
+        if status == "failed" and variant["correctness"]["passed"] is not False:
+            return [f"{where}: status failed but its correctness record passed"]
+        return []
+    problems = []
+    if variant["correctness"]["passed"] is not True:
+        problems.append(f"{where}: timed without passing the oracle")
+    if not samples:
+        return [*problems, f"{where}: timed but has no samples"]
+    if expected_samples is not None and len(samples) != expected_samples:
+        problems.append(f"{where}: {len(samples)} samples; settings say {expected_samples}")
+    median = statistics.median(samples)
+    for key, derived in (("median_ms", median), ("min_ms", min(samples)), ("max_ms", max(samples))):
+        if not _close(variant[key], derived):
+            problems.append(
+                f"{where}: {key} {variant[key]} does not follow from samples_ms ({derived})"
+            )
+    recorded_median = variant["median_ms"]
+    if not isinstance(recorded_median, int | float):
+        return problems
+    positive = recorded_median > 0
+    gbps = case["logical_bytes"] / (recorded_median * 1e6) if positive else None
+    if not _close(variant["logical_gbps"], gbps):
+        problems.append(
+            f"{where}: logical_gbps {variant['logical_gbps']} is not bytes/median ({gbps})"
+        )
+    tflops = case["flops"] / (recorded_median * 1e9) if positive and case["flops"] else None
+    if not _close(variant["tflops"], tflops):
+        problems.append(f"{where}: tflops {variant['tflops']} is not flops/median ({tflops})")
+    ratio = None
+    if eager is not None and eager["status"] == "timed" and positive:
+        eager_median = eager["median_ms"]
+        ratio = eager_median / recorded_median if isinstance(eager_median, int | float) else None
+    if not _close(variant["ratio_vs_eager"], ratio):
+        problems.append(
+            f"{where}: ratio_vs_eager {variant['ratio_vs_eager']} is not the eager median over "
+            f"this median ({ratio})"
+        )
+    if "paired_vs_eager" in variant:  # absent from reports made before the field existed
+        problems += _paired_problems(where, case, variant, eager)
+    return problems
+
+
+def _paired_problems(where: str, case: dict, variant: dict, eager: dict | None) -> list[str]:
+    """``paired_vs_eager`` against the pairing of this variant's and eager's samples."""
+    recorded, derived = variant["paired_vs_eager"], None
+    if eager is not None and eager["status"] == "timed" and variant is not eager:
+        derived = paired(variant, eager)
+    if recorded is None or derived is None:
+        agree = recorded is None and derived is None
+    else:
+        agree = all(_close(recorded[key], derived[key]) for key in derived)
+    if agree:
+        return []
+    return [
+        f"{where}: paired_vs_eager {recorded} does not follow from its and eager's samples "
+        f"round by round ({derived})"
+    ]
+
+
+def consistency_problems(report: dict) -> list[str]:
+    settings = report["settings"]
+    expected_samples = settings["samples"] if report["complete"] else None
+    problems = []
+    for case in report["cases"]:
+        variants = {v["name"]: v for v in case["variants"]}
+        eager = variants.get(case["eager_variant"])
+        if eager is None:
+            problems.append(f"{case['op']}: eager variant {case['eager_variant']!r} is missing")
+        for variant in case["variants"]:
+            problems += _variant_problems(case, variant, eager, expected_samples)
+        flush = case.get("flush_ms")
+        if flush and flush["samples_ms"]:
+            if not _close(flush["median_ms"], statistics.median(flush["samples_ms"])):
+                problems.append(f"{case['op']}: flush_ms median does not follow from its samples")
+    return problems
+
+
+def record_schema_problems(record: dict) -> list[str]:
+    """A script record (``learning.report.records``) against its own small schema."""
+    from learning.report.records import RECORD_SCHEMA_PATH, RECORD_VERSION
+
+    if record.get("record_version") != RECORD_VERSION:
+        version = record.get("record_version")
+        return [f"unsupported record_version {version!r}; this validator reads {RECORD_VERSION}"]
+    return [
+        f"schema: {'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: "
+        f"{error.message}"
+        for error in _validator(RECORD_SCHEMA_PATH).iter_errors(record)
+    ]
+
+
+def validate(report: object, repo_root: Path = REPO_ROOT) -> list[str]:
+    """Every problem with ``report`` (a loaded JSON object), one line each; [] when valid.
+
+    A benchmark report (schema version 2) is checked for schema, fingerprints and figures; a
+    script record (``"record": "script-output"``) for its envelope and fingerprints (its data is
+    the script's own and has no figures to recompute).
+    """
+    from learning.report.records import is_record
+
+    if is_record(report):
+        problems = record_schema_problems(report)
+        return problems or fingerprint_problems(report, repo_root)
+    problems = schema_problems(report)
+    if problems:
+        return problems
+    return fingerprint_problems(report, repo_root) + consistency_problems(report)
+
+
+def validate_file(path: Path, repo_root: Path = REPO_ROOT) -> list[str]:
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        return [f"cannot read a JSON report: {error}"]
+    return validate(report, repo_root)

@@ -1,0 +1,193 @@
+"""``kernel-bench``: parse the command line into a :class:`BenchConfig`; nothing else.
+
+The work is :func:`learning.bench.run`. Exit status: 0 done, 2 bad input (one line on stderr,
+no file written), 130 interrupted (a ``complete: false`` report of what was finished).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from learning.bench.config import (
+    BURSTS,
+    CACHES,
+    COMPILE_MODES,
+    DEVICES,
+    FLUSHES,
+    HOST_DELAY_ENV,
+    IMPLS,
+    TIMINGS,
+    BenchConfig,
+    BenchInputError,
+    host_delay_from_environment,
+)
+
+EPILOG = f"""examples:
+  kernel-bench --op all --dtype float16 --output results/local/all.json
+  kernel-bench --op softmax --shape 1024 1024 --dtype float32 --compile \\
+      --output results/local/softmax-compiled.json
+  kernel-bench --op matmul --dtype float16 --compile --compile-mode max-autotune \\
+      --output results/local/matmul-autotuned.json
+  kernel-bench --op softmax --timing events --output results/local/softmax-events.json
+  kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
+
+--timing events times ordinary Python calls: a short kernel reads as its launch overhead.
+Debug: {HOST_DELAY_ENV}=20 adds a 20 us host-side stall inside every timed call (it must not
+move a graph-timed figure, warm or cold)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints the usage too)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _dimension(text: str):
+    """``"1024"`` -> 1024; anything else is kept so the op's shape check can name it."""
+    stripped = text.strip()
+    return int(stripped) if stripped.lstrip("-").isdigit() else text
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="kernel-bench",
+        description="Check every variant against the float64 oracle, then time it honestly.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--op", required=True, help="an op of the registry, or all (forward ops), training"
+    )
+    p.add_argument(
+        "--shape",
+        nargs="+",
+        action="append",
+        metavar="D",
+        help="one shape (repeat --shape for more); default: the op's shapes",
+    )
+    p.add_argument("--dtype", help="float16, bfloat16 or float32; default: every dtype of the op")
+    p.add_argument(
+        "--compile", action="store_true", help="add torch.compile of the PyTorch baseline"
+    )
+    p.add_argument(
+        "--compile-mode",
+        choices=tuple(COMPILE_MODES),
+        default="default",
+        help="with --compile (an error without it): Inductor's default mode, or max-autotune "
+        "(GEMM autotuning; compiled as max-autotune-no-cudagraphs, since kernel-bench captures "
+        "its own CUDA graphs)",
+    )
+    p.add_argument(
+        "--cache", choices=CACHES, default="warm", help="cold: flush the L2 before each call"
+    )
+    p.add_argument(
+        "--flush",
+        choices=FLUSHES,
+        default="read",
+        help="cold cache: read a buffer of twice the L2 (default; evicts with clean lines) or "
+        "write one (leaves the L2 full of dirty lines the timed call must write back)",
+    )
+    p.add_argument(
+        "--clock-burst",
+        choices=BURSTS,
+        default="off",
+        help="on: a 200 ms GEMM burst before each visit, for a GPU whose idle clocks ramp up "
+        "slowly (default off: on the H200 a burst slows the kernels timed after it)",
+    )
+    p.add_argument(
+        "--timing",
+        choices=TIMINGS,
+        default="graph",
+        help="graph: CUDA-graph replay (default); events: Python calls, dispatch-sensitive",
+    )
+    p.add_argument("--samples", type=int, default=9, help="samples per variant (default 9)")
+    p.add_argument("--visits", type=int, default=3, help="visits per case (default 3)")
+    p.add_argument(
+        "--iterations",
+        type=int,
+        help="calls per sample (default: 30 per graph warm, 10 cold or events, 1 on CPU)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="inputs and every shuffle (default 0)")
+    p.add_argument(
+        "--impl",
+        choices=IMPLS,
+        default="reference",
+        help="learner: time the learner's kernel from exercises/ beside the reference",
+    )
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument(
+        "--output",
+        required=True,
+        type=Path,
+        help="the JSON report to write; an existing file is refused unless --force",
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing report at --output")
+    return p
+
+
+def parse(argv: list[str] | None = None) -> BenchConfig:
+    """The command line as a :class:`BenchConfig` (argparse exits 2 on a malformed line)."""
+    args = parser().parse_args(argv)
+    shapes = (
+        tuple(tuple(_dimension(d) for d in shape) for shape in args.shape) if args.shape else None
+    )
+    return BenchConfig(
+        op=args.op,
+        output=args.output,
+        shapes=shapes,
+        dtype=args.dtype,
+        compile=args.compile,
+        compile_mode=args.compile_mode,
+        cache=args.cache,
+        flush=args.flush,
+        clock_burst=args.clock_burst,
+        timing=args.timing,
+        samples=args.samples,
+        visits=args.visits,
+        iterations=args.iterations,
+        seed=args.seed,
+        impl=args.impl,
+        device=args.device,
+        host_delay_us=host_delay_from_environment(),
+        force=args.force,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from learning.bench import format_table, run
+
+    try:
+        config = parse(argv)
+        report = run(config)
+    except SystemExit as exit_:  # argparse: --help (0) or a malformed line (2, one line)
+        return exit_.code
+    except BenchInputError as error:
+        print(f"kernel-bench: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "kernel-bench: interrupted before anything was measured; no report written",
+            file=sys.stderr,
+        )
+        return 130
+    print(format_table(report.data))
+    if not report.complete:
+        where = report.path
+        kept = (
+            ""
+            if where == config.output
+            else f"; the existing report at {config.output} is untouched"
+        )
+        print(
+            f"kernel-bench: interrupted: wrote what was completed to {where} "
+            f"(complete: false){kept}",
+            file=sys.stderr,
+        )
+        return 130
+    print(f"kernel-bench: wrote {report.path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
