@@ -121,7 +121,7 @@ def prepare_learner(
     not work, or a kernel uses a construct the replay refuses. A kernel that runs but cannot be
     verified is not: its variant is recorded as failed, with the reason, per case.
     """
-    from learning.check import remote
+    from learning.check import integrity, remote
     from learning.check.replay import KernelSourceError, extract_kernels
 
     root = package_root(package)
@@ -142,15 +142,34 @@ def prepare_learner(
         remote.clean_environment([root.parent]),
         "learner's process",
     )
+    # Every call is recorded first, then the learner's process and anything it started are
+    # ended and the files this process loads are checked, and only then is anything replayed:
+    # no learner code runs while its kernels are loaded here, and none can have changed them.
+    integrity.become_subreaper()
+    own_children = set(integrity.children())
+    on_disk = integrity.snapshot(exclude=[root])
+    recorded: dict = {}
     try:
         for spec in specs.values():
             _import(child, spec, learner, limit_s)
         for spec, shape, dtype in selection:
-            learner.cases[(spec.name, tuple(shape), dtype)] = _prepare_case(
-                child, bundle, learner, spec, shape, dtype, seed, device, limit_s
+            recorded[(spec.name, tuple(shape), dtype)] = _record_case(
+                child, learner, spec, shape, dtype, seed, device, limit_s
             )
     finally:
         child.close()  # nothing of the learner's runs while anything is timed
+        integrity.kill_strays(keep=own_children)
+    changed = integrity.changed(on_disk)
+    if changed:
+        raise BenchInputError(
+            "the learner's code changed files the benchmark itself runs, so nothing it "
+            f"measures could be trusted: {', '.join(changed)}"
+        )
+    for (spec, shape, dtype), key in zip(selection, recorded, strict=True):
+        case = recorded[key]
+        if not isinstance(case, LearnerCase):
+            case = _verify_case(bundle, learner, spec, shape, dtype, case, device)
+        learner.cases[key] = case
     return learner
 
 
@@ -168,9 +187,10 @@ def _files(root: Path, bundle, specs) -> list[Path]:
     return sorted(files)
 
 
-def _prepare_case(child, bundle, learner, spec, shape, dtype_name, seed, device, limit_s):
+def _record_case(child, learner, spec, shape, dtype_name, seed, device, limit_s):
+    """The learner's process runs the function once and sends its trace back: the reply, or a
+    failed case."""
     from learning.check import protocol, remote
-    from learning.check.replay import ReplayError, ReplayProgram, replay
 
     name = f"{learner.package}.{spec.module}"
     message = {
@@ -192,8 +212,16 @@ def _prepare_case(child, bundle, learner, spec, shape, dtype_name, seed, device,
         return LearnerCase(reason=f"raised {type(error).__name__}: {_one_line(error)}")
     if reply.get("missing") is True:
         raise BenchInputError(f"learner module {name} has no function {spec.function}()")
-    trace, described = reply.get("trace"), reply.get("described")
     learner.files = sorted({*learner.files, *_loaded_files(learner.root, reply.get("files"))})
+    return reply
+
+
+def _verify_case(bundle, learner, spec, shape, dtype_name, reply: dict, device) -> LearnerCase:
+    """Replay the recorded launches on hidden inputs; the timed call if they hold."""
+    from learning.check.replay import ReplayError, ReplayProgram, replay
+
+    name = f"{learner.package}.{spec.module}"
+    trace, described = reply.get("trace"), reply.get("described")
     dtype = ops.dtype_from_name(dtype_name)
     hidden = spec.inputs(shape, dtype, secrets.randbits(31), device)  # never sent anywhere
     try:

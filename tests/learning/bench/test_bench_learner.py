@@ -215,7 +215,8 @@ def softmax(x):
 
 
 def test_the_learners_module_cannot_touch_timers_baselines_or_the_gate(learner_run, tmp_path):
-    marker = tmp_path / "imported.txt"
+    (tmp_path / "marks").mkdir()  # not on the import path: a folder the benchmark ignores
+    marker = tmp_path / "marks" / "imported.txt"
     timers_time, ops_torch, compare_all = (
         learning.bench.timers.time,
         learning.ops.torch,
@@ -244,3 +245,45 @@ def test_a_kernel_the_replay_cannot_read_is_a_one_line_error(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "cannot be replayed" in err, err
     assert "getattr" in err and not (tmp_path / "r.json").exists()
+
+
+def test_a_learner_that_rewrites_a_file_the_benchmark_loads_is_refused(learner_run, tmp_path):
+    """The learner's process runs as the same user: it could edit a course file so that the
+    benchmark's own later imports (the replay) ran its code. Every call is recorded, its
+    process ended, and the loaded files checked before anything is replayed."""
+    course = tmp_path / "course_part"
+    course.mkdir()
+    (course / "course_module.py").write_text("VALUE = 1\n")
+    sys.path.insert(0, str(course))
+    try:
+        import course_module  # noqa: F401  (loaded by the benchmark's process: watched)
+
+        body = HONEST + f"\nopen({str(course / 'course_module.py')!r}, 'a').write('VALUE = 2\\n')\n"
+        with pytest.raises(learning.bench.BenchInputError, match="changed files the benchmark"):
+            learner_run(body)
+    finally:
+        sys.path.remove(str(course))
+        sys.modules.pop("course_module", None)
+
+
+def test_a_process_the_learner_leaves_behind_is_ended_before_anything_is_timed(
+    learner_run, tmp_path
+):
+    """A child that leaves the learner's process group (setsid) is still ended: the benchmark
+    is the subreaper of its children's orphans."""
+    (tmp_path / "pids").mkdir()  # not on the import path, so not a watched folder
+    pid_file = tmp_path / "pids" / "escaped.pid"
+    body = HONEST + f"""
+import os as _os
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        open({str(pid_file)!r}, "w").write(str(_os.getpid()))
+        import time as _time
+        _time.sleep(120)
+    _os._exit(0)
+"""
+    report = learner_run(body)
+    assert _variants(report)["learner"]["status"] == "timed"
+    escaped = int(pid_file.read_text())
+    assert not Path(f"/proc/{escaped}").exists(), "the learner's escaped process outlived it"
