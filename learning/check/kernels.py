@@ -53,13 +53,16 @@ from learning.check import kernel_hints, protocol
 from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
 from learning.check.remote import (
+    REPO,
     CallTimedOut,
     ProcessDied,
     RemoteModule,
     Session,
     derive_seed,
     log_lines,
+    python_path,
 )
+from learning.check.replay.extract import extract_sources
 from learning.check.replaying import (
     ReplayService,
     copied_inputs,
@@ -388,6 +391,17 @@ class _Op:
     def fault(self, key: str, message: str) -> None:
         self.faults.setdefault(key, message)
 
+    def blocked(self, check: str | None = None) -> str | None:
+        """Why ``check`` (any check of the op, when None) did not run: the import failed, or
+        the op is not done yet (said in full once, on the check whose input showed it)."""
+        if self.import_error or not self.not_started:
+            return self.import_error
+        shown = next((c.check for c in self.cases if c.failure == self.not_started), None)
+        if check is not None and check == shown:
+            return self.not_started
+        where = f" (see {shown})" if shown else ""
+        return f"not run: {self.spec.name} is not done yet{where}"
+
 
 class _Exercise:
     def __init__(self, exercise: str, impl: str, session: Session, specs):
@@ -424,17 +438,13 @@ class _Exercise:
         return self._results(bundle_error)
 
     def _bundle(self) -> dict:
-        from learning.check.replay.extract import extract_sources
-
         root = self._package_root()
         return extract_sources(kernel_sources(root), self.impl).as_dict()
 
     def _package_root(self) -> Path:
         """Where the worker finds ``impl`` (its sys.path: the course first, then PYTHONPATH),
         found by looking at folders: the learner's package is never imported here."""
-        from learning.check.remote import REPO, _python_path
-
-        for entry in [REPO, *map(Path, _python_path(self.session.extra_path))]:
+        for entry in [REPO, *map(Path, python_path(self.session.extra_path))]:
             if (entry / self.impl / "__init__.py").is_file():
                 return entry / self.impl
         raise FileNotFoundError(f"no package folder {self.impl}/ with an __init__.py was found")
@@ -788,7 +798,7 @@ class _Exercise:
             shares += _share(op_units - correctness_units, len(properties))
             for (name, passed, message), share in zip(checks + properties, shares, strict=True):
                 results.append(CheckResult(name, passed, share / 2, message))
-            blocked = op.import_error or op.not_started
+            blocked = op.blocked()
             for key, title in _REPORTS.items():
                 message = blocked or op.reports.get(key, "")
                 results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
@@ -816,8 +826,8 @@ class _Exercise:
             cases = [case for case in op.cases if case.check == name]
             failure = next((c.failure for c in cases if c.failure), None)
             ran = [c for c in cases if c.calls[0].ran]
-            if op.import_error or op.not_started:
-                checks.append((name, False, op.import_error or op.not_started))
+            if op.blocked(name):
+                checks.append((name, False, op.blocked(name)))
             elif failure:
                 checks.append((name, False, failure))
             elif not ran:
@@ -829,7 +839,7 @@ class _Exercise:
         return checks
 
     def _properties(self, op: _Op, bundle_error: str | None) -> list[tuple[str, bool, str]]:
-        blocked = op.import_error or op.not_started or bundle_error
+        blocked = op.blocked() or bundle_error
         passed_any = any(
             case.failure is None and case.calls[0].ran for case in op.cases
         )  # fmt: skip

@@ -76,13 +76,13 @@ def clean_environment(extra_path: Sequence[Path | str] = ()) -> dict[str, str]:
         key: value for key, value in os.environ.items()
         if key in _KEPT_VARIABLES or key.startswith(_KEPT_PREFIXES)
     }  # fmt: skip
-    env["PYTHONPATH"] = os.pathsep.join(_python_path(extra_path))
+    env["PYTHONPATH"] = os.pathsep.join(python_path(extra_path))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
-def _python_path(extra_path: Sequence[Path | str]) -> list[str]:
+def python_path(extra_path: Sequence[Path | str]) -> list[str]:
     """The course, ``extra_path``, then what this process has on ``sys.path`` outside the
     Python installation (a test's temporary package, a caller's own folders)."""
     installed = {Path(p).resolve() for p in sysconfig.get_paths().values() if p}

@@ -65,6 +65,8 @@ class ReplayService:
                                      limit_s or self.limit_s)  # fmt: skip
 
     def _replay(self, trace: dict, described: list, inputs: dict, limit_s: float) -> Replayed:
+        import torch
+
         left = self.session.time_left()
         if left is not None and left <= 0:
             raise TimeUp(self.session.time_limit_s, self.child.log_tail())
@@ -92,7 +94,7 @@ class ReplayService:
             return Replayed(error=str(refused))
         outputs = reply.get("outputs")
         lists = [reply.get(k) for k in ("unwritten", "stray_stores", "inputs_changed")]
-        if type(outputs) is not list or not all(type(o) is protocol_tensor() for o in outputs):
+        if type(outputs) is not list or not all(type(o) is torch.Tensor for o in outputs):
             return Replayed(error="the replay process's reply holds no outputs")
         if not all(type(x) is list and all(type(s) is str for s in x) for x in lists):
             return Replayed(error="the replay process's reply is malformed")
@@ -117,12 +119,6 @@ class ReplayService:
 
 class _Refused(Exception):
     """The replay process could not replay the trace; the message says why."""
-
-
-def protocol_tensor():
-    import torch
-
-    return torch.Tensor
 
 
 # --------------------------------------------------------------------------- the replay process

@@ -272,7 +272,8 @@ def test_torch_empty_returned_unwritten_fails(tmp_path, monkeypatch):
     source = SOFTMAX + "\n\ndef softmax(x):\n    return torch.empty_like(x)\n"
     package = make_impl(tmp_path, monkeypatch, softmax=source)
     results = kernels.run("softmax", package)
-    assert "output was never written" in failures(results)["softmax 16x256"]
+    assert any("output was never written" in m for m in failures(results).values())
+    assert "softmax is not done yet" in failures(results)["softmax 16x256"]
     assert sum(r.earned for r in results) == 0  # nothing earns a point
 
 
@@ -291,8 +292,7 @@ def softmax(x):
 '''
     package = make_impl(tmp_path, monkeypatch, softmax=source)
     results = kernels.run("softmax", package)
-    first = results[0].message
-    assert "this exercise is not done yet" in first
+    (first,) = [r.message for r in results if "this exercise is not done yet" in r.message]
     assert f"{package}/kernels/softmax.py (softmax and the kernel it launches)" in first
     assert sum(r.earned for r in results) == 0
 
@@ -302,8 +302,8 @@ def test_stub_raising_not_implemented_says_not_done_yet(tmp_path, monkeypatch):
     source = HEADER + "\n\ndef softmax(x):\n    raise NotImplementedError('TODO')\n"
     package = make_impl(tmp_path, monkeypatch, softmax=source)
     results = kernels.run("softmax", package)
-    assert "raised NotImplementedError: TODO (at " in results[0].message
-    assert "hint: not done yet: start with the TODOs in" in results[0].message
+    (first,) = [r for r in results if "raised NotImplementedError: TODO (at " in r.message]
+    assert "hint: not done yet: start with the TODOs in" in first.message
     assert all("not done yet" in r.message for r in results)
     assert sum(r.earned for r in results) == 0
 
