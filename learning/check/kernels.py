@@ -423,10 +423,14 @@ class _Exercise:
             bundle = self._bundle()
         except Exception as error:  # KernelSourceError, or no package folder to read
             bundle, bundle_error = None, str(error)
+        service = None
+        if bundle is not None:
+            # Up and loaded before the worker imports any learner code (replaying.py).
+            service = ReplayService(self.session, bundle, self.device, self.limits[0])
+            service.start()
         for op in self.ops:
             self._import(op)
-        if bundle is not None:
-            service = ReplayService(self.session, bundle, self.device, self.limits[0])
+        if service is not None:
             try:
                 for call in self.order:
                     self._run(call, service)

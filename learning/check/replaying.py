@@ -64,6 +64,21 @@ class ReplayService:
         return self._executor.submit(self._replay, trace, described, inputs,
                                      limit_s or self.limit_s)  # fmt: skip
 
+    def start(self) -> str | None:
+        """Start the replay process and load the bundle now, before the worker imports any
+        learner code; the reason it could not, or None. (A later start, after a crash of the
+        replay process, happens with the worker ended: see ``_replay``.)"""
+        left = self.session.time_left()
+        limit = STARTUP_LIMIT_S if left is None else max(1.0, min(STARTUP_LIMIT_S, left))
+        try:
+            self.child.start(limit)
+            self._ask({"kind": "bundle", "bundle": self.bundle}, limit)
+        except (CallTimedOut, ProcessDied, protocol.BadReply, _Refused) as error:
+            self.child.kill()
+            return f"the replay process could not start: {error}"
+        self._loaded = True
+        return None
+
     def _replay(self, trace: dict, described: list, inputs: dict, limit_s: float) -> Replayed:
         import torch
 
@@ -169,6 +184,18 @@ class _LoadedKernels:
 
         self.play = play
         self.kernels = play._Kernels(KernelBundle.from_dict(bundle))
+        self._preload()
+
+    def _preload(self) -> None:
+        """Import every kernel now, and under the interpreter rewrite it now: the service loads
+        the bundle before the worker runs any learner code, so no later read of a file
+        (a module imported on first use, the interpreter reading a kernel's source at its first
+        launch) can meet a file the learner's process had time to change."""
+        for name in self.kernels.bundle.kernels:
+            function = self.kernels.function(_Named(name))
+            rewrite = getattr(function, "rewrite", None)
+            if callable(rewrite) and hasattr(function, "rewriter"):  # InterpretedFunction
+                rewrite()
 
     def replay(self, trace: dict, outputs: list, inputs: dict, device: str):
         import torch
@@ -186,6 +213,14 @@ class _LoadedKernels:
         result = play.ReplayResult(play._outputs(plan, memories))
         play._check(result, memories)
         return result
+
+
+@dataclass(frozen=True)
+class _Named:
+    """What ``_Kernels.function`` reads of a launch: its kernel's name and an index."""
+
+    kernel: str
+    index: int = 0
 
 
 _MAX_COPIED_BYTES = 1 << 30

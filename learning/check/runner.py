@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
+from learning.check import integrity
 from learning.check.model import CheckResult
 from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
 from learning.check.worker import one_thread_while
@@ -148,6 +149,37 @@ def _run_checks(
         return [_check_module_failure(exercise, error)]
     session = Session(exercise.name, impl, extra_path=extra_path, seed=seed, time_limit_s=limit_s,
                       kernels=getattr(module, "RECORDS_KERNELS", False))  # fmt: skip
+    # The worker runs as this process's user: what it could leave behind (a process outside
+    # its group, a changed file that a later process of the checker would load) is looked for
+    # once it has ended (learning.check.integrity).
+    integrity.become_subreaper()
+    own_children = set(integrity.children())
+    on_disk = integrity.snapshot(exclude=_learner_folders(impl, extra_path))
+    try:
+        results = _grade(module, exercise, impl, session)
+    finally:
+        session.close()
+        integrity.kill_strays(keep=own_children)
+    changed = integrity.changed(on_disk)
+    if changed:
+        reason = (
+            "not graded: while your code ran it changed files the checker itself runs "
+            f"({', '.join(changed)}), so no result of this run can be trusted. A kernel "
+            "exercise never needs to write a file; reinstall the course (git checkout, "
+            "make course) before checking again"
+        )
+        return [CheckResult(r.name, False, r.max_points, reason) for r in results] or [
+            CheckResult("check process", False, exercise.points, reason)
+        ]
+    return results
+
+
+def _learner_folders(impl: str, extra_path: Sequence[Path | str]) -> list[Path]:
+    """Where the learner's package can live: theirs to change while it runs."""
+    return [manifest_module.ROOT / impl, *(Path(folder) / impl for folder in extra_path)]
+
+
+def _grade(module, exercise, impl: str, session: Session) -> list[CheckResult]:
     try:
         with one_thread_while():
             results = module.run(exercise.name, impl, session=session)
@@ -162,8 +194,6 @@ def _run_checks(
         return [_process_failure(exercise, died.reason, died.log_tail)]
     except Exception as error:  # a fault in the check module, not in the learner's code
         return [_check_module_failure(exercise, error)]
-    finally:
-        session.close()
     if not isinstance(results, list) or not all(type(r) is CheckResult for r in results):
         error = TypeError(f"{exercise.check}.run did not return a list of CheckResult")
         return [_check_module_failure(exercise, error)]

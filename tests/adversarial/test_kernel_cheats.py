@@ -532,3 +532,58 @@ def test_honest_kernel_passes_so_the_cheats_fail_for_their_cheat(tmp_path, monke
     results = grade(tmp_path, monkeypatch, body)
     assert [r.message for r in results.values() if not r.passed] == []
     assert earned(results) == kernels.points_for("softmax")
+
+
+def test_a_cheat_that_rewrites_a_file_the_checker_runs_earns_nothing(tmp_path, monkeypatch):
+    """The worker runs as the checker's user: it could edit a file that a later process of the
+    checker (the replay, the next learner's worker) loads. A file the checker has loaded is
+    watched; an edit is found after the worker has ended, mtime put back or not."""
+    course = tmp_path / "course_part"
+    course.mkdir()
+    (course / "course_module.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(course))
+    import course_module  # noqa: F401  (loaded by the checker: watched)
+
+    target = course / "course_module.py"
+    status = target.stat()
+    body = f"""
+        import os
+        os.utime({str(target)!r}, ns=({status.st_atime_ns}, {status.st_mtime_ns}))
+        with open({str(target)!r}, "a") as handle:
+            handle.write("VALUE = 2\\n")
+        os.utime({str(target)!r}, ns=({status.st_atime_ns}, {status.st_mtime_ns}))
+
+        def softmax(x):
+            return launch(x, torch.empty_like(x))
+    """
+    try:
+        checks = grade(tmp_path, monkeypatch, body)
+    finally:
+        import sys
+
+        sys.modules.pop("course_module", None)
+    assert not any(c.passed for c in checks.values())
+    assert all("changed files the checker itself runs" in c.message for c in checks.values())
+
+
+def test_a_process_left_behind_by_the_worker_is_ended(tmp_path, monkeypatch):
+    """A child that leaves the worker's process group (setsid) outlives a group kill; the
+    checker is the subreaper of its children's orphans and ends it."""
+    (tmp_path / "pids").mkdir()
+    pid_file = tmp_path / "pids" / "escaped"
+    body = f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                time.sleep(300)
+            os._exit(0)
+
+        def softmax(x):
+            return launch(x, torch.empty_like(x))
+    """
+    checks = grade(tmp_path, monkeypatch, body)
+    assert all(c.passed for c in checks.values() if c.max_points), "the honest kernel failed"
+    escaped = int(pid_file.read_text())
+    assert not Path(f"/proc/{escaped}").exists(), "the worker's escaped process outlived the check"
