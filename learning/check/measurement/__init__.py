@@ -42,7 +42,7 @@ CHECKS = (
     Check("amdahl_speedup", 1, check_amdahl),
     Check("logical_gbps", 1, check_logical_gbps),
     Check("tflops and flops", 1, check_tflops),
-    Check("logical_bytes (forward ops)", 2, check_logical_bytes),
+    Check("logical_bytes (forward ops)", 1, check_logical_bytes),
     Check("logical_bytes (training steps)", 1, check_training_bytes),
     Check("fits_in_l2", 1, check_fits_in_l2),
     Check("summarize", 1, check_summarize),
