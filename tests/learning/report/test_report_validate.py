@@ -10,7 +10,7 @@ import pytest
 import learning.report
 from learning.report import __main__ as report_cli
 from learning.report import consistency_problems, create_snapshots, schema_problems, validate
-from learning.report.fingerprint import REPO_ROOT, sha256_file
+from learning.report.fingerprint import REPO_ROOT, file_hashes
 
 RECORDED = REPO_ROOT / "results" / "h200"
 
@@ -135,11 +135,22 @@ def test_the_recorded_reports_follow_todays_schema_and_figures():
 
 
 def test_a_changed_hash_is_caught(report):
+    """The normalised hash is the file's identity (a docstring edit leaves it): one that no
+    longer belongs to the file whose raw hash still matches is an altered report; in a report
+    without normalised hashes, a changed raw hash is a changed file."""
+
     def change(r):
+        path = next(iter(r["fingerprint"]["normalized"]))
+        r["fingerprint"]["normalized"][path] = "0" * 64
+
+    assert any("the report was altered" in p for p in _tampered(report, change))
+
+    def change_raw_only(r):
+        del r["fingerprint"]["normalized"]
         path = next(iter(r["fingerprint"]["files"]))
         r["fingerprint"]["files"][path] = "0" * 64
 
-    assert any("changed since the run" in p for p in _tampered(report, change))
+    assert any("changed since the run" in p for p in _tampered(report, change_raw_only))
 
 
 def test_timings_on_a_failed_variant_are_caught(report):
@@ -200,7 +211,9 @@ def small_repo(tmp_path, report):
     kernel.parent.mkdir(parents=True)
     kernel.write_text("def softmax(x):\n    return x\n")
     altered = copy.deepcopy(report)
-    altered["fingerprint"]["files"] = {"reference/kernels/softmax.py": sha256_file(kernel)}
+    raw, normalized = file_hashes(kernel)
+    altered["fingerprint"]["files"] = {"reference/kernels/softmax.py": raw}
+    altered["fingerprint"]["normalized"] = {"reference/kernels/softmax.py": normalized}
     return root, kernel, altered
 
 
