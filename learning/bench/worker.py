@@ -20,7 +20,6 @@ Nothing this process says is believed: a wrong trace can only fail its replay.
 from __future__ import annotations
 
 import importlib
-import io
 import os
 import sys
 from pathlib import Path
@@ -41,29 +40,12 @@ class BenchWorker:
         self.repo = Path(wire.__file__).resolve().parents[2]
 
     def serve(self) -> None:
-        wire = self.wire
-        self._reply({"ready": True, "pid": os.getpid()})
-        while True:
-            try:
-                payload = wire.read_frame(self.requests)
-            except wire.ChannelClosed:
-                return
-            request = self.torch.load(io.BytesIO(payload), weights_only=True)
-            handler = {"import": self._import, "bench_kernel": self._kernel}.get(
-                request.get("kind")
-            )
-            try:
-                reply = handler(request) if handler else {"ok": False, "protocol": "unknown"}
-            except KeyboardInterrupt:
-                raise
-            except BaseException as error:  # the learner's code raised (SystemExit too)
-                reply = {"ok": False, "error": self._error(error, request)}
-            self._reply(reply)
+        """Answer requests until the pipe closes (the checker's worker loop, shared)."""
+        self.wire.serve(self.requests, self.replies, self._handle, self._error)
 
-    def _reply(self, reply: dict) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.wire.write_frame(self.replies, self.wire.dumps(reply))
+    def _handle(self, request: dict) -> dict:
+        handler = {"import": self._import, "bench_kernel": self._kernel}.get(request.get("kind"))
+        return handler(request) if handler else {"ok": False, "protocol": "unknown"}
 
     def _error(self, error: BaseException, request: dict) -> dict:
         try:
