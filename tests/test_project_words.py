@@ -35,7 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROSE = ("lessons/*.md", "docs/*.md", "README.md", "results/NOTES.md", "results/notes/*.md")
 CODE_DIRS = ("learning", "reference", "exercises", "scripts")
-TEXT_SUFFIXES = {".py", ".md", ".sh", ".json", ".toml", ".txt", ".cfg", ".ini", ".yaml", ".yml"}
+# The recorded outputs the lessons quote: their labels and logs are read by learners too.
+RECORDS = ("results/h200",)
+TEXT_SUFFIXES = {".py", ".md", ".sh", ".json", ".toml", ".txt", ".cfg", ".ini", ".yaml", ".yml",
+                 ".log"}
 
 _NUMBER = (
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -150,7 +153,7 @@ def tracked_files() -> list[str]:
     """The files in scope, as git tracks them."""
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "-z", "--", *PROSE, *CODE_DIRS],
+            ["git", "ls-files", "-z", "--", *PROSE, *CODE_DIRS, *RECORDS],
             cwd=ROOT, capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
     except (OSError, subprocess.CalledProcessError) as error:
@@ -182,7 +185,7 @@ def test_the_scope_is_what_the_course_publishes():
     """The scan reads the lessons, the notes and the code of the four packages, no fewer."""
     files = tracked_files()
     assert "results/NOTES.md" in files and "README.md" in files
-    for prefix in ("lessons/", "docs/", "results/notes/", *(d + "/" for d in CODE_DIRS)):
+    for prefix in ("lessons/", "docs/", "results/notes/", *(d + "/" for d in CODE_DIRS + RECORDS)):
         assert any(path.startswith(prefix) for path in files), f"nothing under {prefix}"
     assert all(
         is_prose(path) for path in files if path.startswith("lessons/") and path.endswith(".md")
