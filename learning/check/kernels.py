@@ -82,6 +82,7 @@ _CALL_LIMIT_S = {"cpu": (10.0, 2048), "cuda": (60.0, 1 << 20)}
 _IMPORT_LIMIT_S = 60.0
 _PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
 _FILLERS = {False: 26, True: 10}  # extra small calls per op: forward, training
+_MANY_ROWS, _MANY_ELEMENTS = 2048, 40_000  # the many-rows case: at most, rows and elements
 _FIRST = 4  # the costliest calls go first, so that their replays overlap the other calls
 # A one-value row's RMSNorm gradient is eps-sized (h / |h| does not move with h): no fp32
 # kernel meets a tolerance relative to it. Wider rows than 1 are well conditioned.
@@ -291,7 +292,13 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         case("strided operands", sizes(64), pick(), pads())
         small = lambda: sizes(24 if spec.training else 40)  # noqa: E731
     else:
-        case("many rows (65-150)", (rng.randint(65, 150), _width(rng, 300, low)), pick())
+        # Many rows, drawn from a range no fixed count covers, at a width where the answer
+        # depends on the input (a softmax one column wide is 1.0 whatever the input, so it
+        # cannot show whose kernel computed it): the rows past any count a kernel was written
+        # for are where a kernel that covers only some of them shows.
+        rows = round(math.exp(rng.uniform(math.log(65), math.log(_MANY_ROWS))))
+        case(f"many rows (65-{_MANY_ROWS})",
+             (rows, _width(rng, max(2, min(300, _MANY_ELEMENTS // rows)), max(low, 2))), pick())
         case("rows past 4096 (float32)", (rng.randint(1, 3), rng.randint(4097, 6000)),
              torch.float32)  # fmt: skip
         case("odd widths", (rng.randint(1, 40), rng.choice(_primes(2, 3000))), pick())

@@ -293,23 +293,35 @@ def copied_inputs(trace: dict, copies) -> tuple[dict, Callable[[dict], dict]]:
 
 
 def fresh_outputs(trace: dict, described) -> dict:
-    """The trace with every buffer an output lies in made a fresh (poisoned) allocation.
+    """The trace with every buffer an output lies in made a fresh (poisoned) allocation, unless
+    it starts as zeros.
 
     An output buffer the recorder calls opaque is memory this call did not allocate (an output
-    kept from an earlier call and written again) or that PyTorch wrote. Replayed as a fresh
-    allocation, it holds the checker's marked NaN until the kernels store into it: a kernel
-    that writes all of it is replayed as it ran; anything else shows as unwritten or wrong.
-    Poison can only take an answer away, so this holds whatever the worker claims."""
+    kept from an earlier call and written again) or that PyTorch wrote. A constant one holds a
+    single value everywhere, and that value can be the answer itself (a softmax one column
+    wide is 1.0 everywhere, whatever the input). Replayed as a fresh allocation, such a buffer
+    holds the checker's marked NaN until the kernels store into it: a kernel that writes all of
+    it is replayed as it ran; anything else shows as unwritten or wrong. Only an output that
+    starts as zeros keeps its fill, so that a kernel may add into it (``torch.zeros`` and
+    ``tl.atomic_add``): no input the checker draws has an answer of all zeros. Poison can only
+    take an answer away, so this holds whatever the worker claims."""
     buffers = trace.get("buffers") if isinstance(trace, dict) else None
     if not isinstance(buffers, list) or not isinstance(described, list):
         return trace
     outputs = {d.get("buffer") for d in described if isinstance(d, dict)}
     rewritten = [
-        {**b, "kind": "alloc", "fill": None}
-        if isinstance(b, dict) and b.get("kind") == "opaque" and b.get("id") in outputs else b
+        {**b, "kind": "alloc", "fill": None} if _answer_may_lie_in(b, outputs) else b
         for b in buffers
     ]  # fmt: skip
     return {**trace, "buffers": rewritten}
+
+
+def _answer_may_lie_in(buffer, outputs: set) -> bool:
+    if not isinstance(buffer, dict) or buffer.get("id") not in outputs:
+        return False
+    kind, fill = buffer.get("kind"), buffer.get("fill")
+    zeros = type(fill) in (int, float, bool) and fill == 0
+    return kind == "opaque" or (kind == "const" and not zeros)
 
 
 def _is_view(entry) -> bool:

@@ -364,6 +364,27 @@ def test_a_result_your_kernels_did_not_compute_earns_nothing(cheat, tmp_path, mo
     assert reason in shape_check.message, shape_check.message
 
 
+@pytest.mark.parametrize("seed", ["1", "7"])
+def test_an_answer_that_is_one_value_everywhere_is_not_taken_from_pytorch(seed, tmp_path,
+                                                                          monkeypatch):
+    """A softmax one column wide is 1.0 whatever the input: an output made by ``torch.ones``
+    holds the answer before any kernel runs. The kernel here covers the first row only; the
+    replays hand it poisoned memory, so the rows it never stored show. Seed 1 once drew the
+    many-rows case one column wide, which this cheat then passed."""
+    monkeypatch.setenv("LEARNING_CHECK_SEED", seed)
+    body = """
+    def softmax(x):
+        if x.shape[1] > 1:
+            return launch(x, torch.empty_like(x))
+        y = torch.ones_like(x)  # the whole answer, for a one-column input
+        launch(x[:1], y[:1])  # and a kernel that covers one row of it
+        return y
+    """
+    results = grade(tmp_path, monkeypatch, body)
+    assert earned(results) == 0
+    assert REPLAYED in messages(results), messages(results)
+
+
 def test_correct_only_on_the_registry_shapes_fails_the_drawn_shapes(tmp_path, monkeypatch):
     """A block size looked up for the registry's widths, too small elsewhere."""
     body = """

@@ -709,3 +709,16 @@ def test_an_output_buffer_is_replayed_as_a_fresh_poisoned_allocation():
     trace = _trace(["input", "opaque", "opaque"])
     rewritten = replaying.fresh_outputs(trace, [_view(1, (4, 4), (4, 1))])
     assert [b["kind"] for b in rewritten["buffers"]] == ["input", "alloc", "opaque"]
+
+
+@pytest.mark.parametrize("fill, kept", [(1.0, False), (-float("inf"), False), (7, False),
+                                        (0.0, True), (0, True)])  # fmt: skip
+def test_an_output_that_starts_as_one_value_keeps_it_only_when_it_is_zero(fill, kept):
+    """A softmax one column wide is 1.0 everywhere: an output PyTorch filled with the answer
+    must not survive into the replay. Zeros stay, for kernels that add into their output."""
+    trace = _trace(["input", "const", "const"])
+    for buffer in trace["buffers"][1:]:
+        buffer["fill"] = fill
+    rewritten = replaying.fresh_outputs(trace, [_view(1, (4, 4), (4, 1))])
+    kinds = [b["kind"] for b in rewritten["buffers"]]
+    assert kinds == ["input", "const" if kept else "alloc", "const"]  # only the output changes
