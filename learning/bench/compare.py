@@ -1,0 +1,552 @@
+"""``kernel-bench compare``: two reports case by case, each verdict backed by an interval.
+
+::
+
+    kernel-bench compare BASE.json NEW.json [--margin PCT] [--json PATH [--force]]
+    kernel-bench compare --within REPORT.json
+
+**Two runs.** Cases are matched by (op, shape, dtype) and variants by name. For each matched
+pair the figure is NEW's median over BASE's (above 1: NEW is slower), with a 95% bootstrap
+interval: each report's samples are resampled with replacement, on their own, many times, and
+the ratio of the two resampled medians is taken each time. The bootstrap is *unpaired* because
+two runs share no rounds: the i-th sample of BASE and the i-th of NEW were taken minutes or
+days apart, under clocks of their own, so pairing them by index would claim a correlation
+that does not exist. Within one report it is the other way round (below).
+
+**The verdict** holds the interval against a practical margin (2% unless ``--margin``), the
+same either way round (from 1/1.02 to 1.02, so that BASE against NEW is the mirror of NEW
+against BASE): ``same`` when the whole interval lies inside it, ``slower`` or ``faster`` when
+the whole interval lies beyond it on one side, ``ambiguous`` otherwise. A test of
+significance alone would answer another question: with enough samples any difference is
+"significant", a 0.2% one included, and with few samples none is, so "not significant" would
+read as "the same" exactly where the run could not tell. The margin asks how large a
+difference matters; the interval, whether the run resolved it; ``ambiguous`` says that it did
+not: more samples, or an A/A test, are the next step, not a conclusion.
+
+**What the interval leaves out.** It is the spread of each run's median as its own samples
+show it. It treats a run's samples as exchangeable, while the rounds of one visit share a
+moment; and it knows nothing of what moves a whole run (the clock state a GPU settles in, a
+driver, another day): two runs of unchanged code on the H200 have read medians several per
+cent apart (``results/NOTES.md``). A confirmed difference between two runs is a difference
+between the runs; that it comes from the code is for an A/A pair of runs to show.
+
+**One run** (``--within``): each variant against its case's eager variant, paired round by
+round: the median over rounds of eager's sample over the variant's (``paired_ratio``, the
+direction of ``paired_vs_eager``: above 1 the variant is faster), with a bootstrap interval
+that resamples whole rounds, so that each resampled round keeps its two samples together and
+the drift between rounds stays cancelled. :func:`paired_verdict` is that analysis for one
+variant, in the form a report can keep.
+
+Settings that change what a sample means (the device and GPU, the timing mode, the cache
+mode and its flush, the warm-up bursts) must agree, or the comparison is refused unless
+``--allow-mismatch``. Variants that failed, were skipped, or have too few samples are listed
+as such and never compared. Every resampling draws from a generator seeded by ``--seed`` and
+the pair's own name, so the output is the same on every run, and one pair's interval does not
+depend on which other cases the reports hold.
+
+Exit status: 0 when nothing is confirmed slower, 1 when some pair is ``slower`` (``--within``
+describes one run and always exits 0), 2 on bad input (one line on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from learning import report as report_format
+from learning.report.stats import paired
+
+MARGIN = 0.02
+CONFIDENCE = 0.95
+RESAMPLES = 10_000
+MIN_SAMPLES = 5  # fewer, and the resampled medians can only repeat a sample or two
+VERDICTS = ("faster", "slower", "same", "ambiguous")
+# what must agree for two runs' times to compare (_setting reads each, with its old default)
+COMPARED_SETTINGS = ("device", "gpu_name", "timing", "cache", "flush", "clock_burst")
+COMPARISON_VERSION = 1
+
+
+class CompareInputError(Exception):
+    """Bad input for a comparison: the message is the one line the command prints."""
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def verdict(interval: tuple[float, float], margin: float = MARGIN) -> str:
+    """The verdict on a *time* ratio's interval (new over base; above 1: slower)."""
+    low, high = interval
+    upper, lower = 1 + margin, 1 / (1 + margin)
+    if lower <= low and high <= upper:
+        return "same"
+    if low > upper:
+        return "slower"
+    if high < lower:
+        return "faster"
+    return "ambiguous"
+
+
+def generator(seed: int, *names) -> np.random.Generator:
+    """A generator seeded by ``seed`` and the names of what it resamples (stable everywhere:
+    no Python string hash, which changes from one process to the next)."""
+    digest = hashlib.sha256(json.dumps([seed, *names]).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+def _quantiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(values, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _resampled_medians(samples: np.ndarray, resamples: int, rng) -> np.ndarray:
+    picks = rng.integers(0, len(samples), size=(resamples, len(samples)))
+    return np.median(samples[picks], axis=1)
+
+
+def ratio_interval(base, new, *, rng, resamples=RESAMPLES, confidence=CONFIDENCE) -> dict:
+    """NEW's median over BASE's, and its percentile bootstrap interval (unpaired)."""
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    ratio = float(np.median(new) / np.median(base))
+    ratios = _resampled_medians(new, resamples, rng) / _resampled_medians(base, resamples, rng)
+    return {"ratio": ratio, "interval": list(_quantiles(ratios, confidence))}
+
+
+def _unusable(samples: list, name: str) -> str | None:
+    if len(samples) < MIN_SAMPLES:
+        return f"too few samples in {name} ({len(samples)}; a bootstrap needs {MIN_SAMPLES})"
+    if min(samples) <= 0:
+        return f"a sample in {name} is not positive (a cold-cache subtraction): no ratio"
+    return None
+
+
+def paired_verdict(
+    variant: dict,
+    eager: dict,
+    margin: float = MARGIN,
+    *,
+    seed: int = 0,
+    names: tuple = (),
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> dict | None:
+    """``variant`` against ``eager`` round by round, with an interval and a verdict.
+
+    ``paired_ratio``, ``slower``, ``rounds`` and ``p`` are :func:`learning.report.stats.paired`'s
+    (above 1 the variant is faster); ``paired_ratio_ci`` is the percentile bootstrap interval
+    of that median, resampling rounds with both samples of a round kept together; ``verdict``
+    is the variant's against eager by the margin (``faster``: faster than eager);
+    ``margin`` the fraction used. None where :func:`paired` finds no pairs, or where there are
+    too few rounds for a bootstrap. ``names`` (the case and variant) seed the resampling.
+    """
+    pairs = paired(variant, eager)
+    if pairs is None or len(variant["samples_ms"]) < MIN_SAMPLES:
+        return None
+    per_round = np.asarray(eager["samples_ms"], dtype=float) / np.asarray(variant["samples_ms"])
+    rng = generator(seed, "within", *names)
+    low, high = _quantiles(_resampled_medians(per_round, resamples, rng), confidence)
+    # the interval of eager/variant, as a time ratio variant/eager, is (1/high, 1/low)
+    return {
+        **pairs,
+        "paired_ratio_ci": [low, high],
+        "verdict": verdict((1 / high, 1 / low), margin),
+        "margin": margin,
+    }
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def load_report(path: Path, role: str) -> dict:
+    """The schema-v2 report at ``path``, or :class:`CompareInputError` saying why not."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise CompareInputError(f"{role} {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        why = getattr(error, "strerror", None) or type(error).__name__
+        raise CompareInputError(f"{role} {path}: cannot be read ({why})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CompareInputError(
+            f"{role} {path}: not JSON ({error.msg}, line {error.lineno})"
+        ) from None
+    if report_format.is_record(data):
+        raise CompareInputError(f"{role} {path}: a script record, not a kernel-bench report")
+    problems = report_format.schema_problems(data)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CompareInputError(
+            f"{role} {path}: not a schema-v2 kernel-bench report: {problems[0]}{more}"
+        )
+    return data
+
+
+def _setting(report: dict, name: str):
+    settings = report["settings"]
+    if name == "gpu_name":
+        return report["environment"]["gpu_name"]
+    if name == "flush":  # only cold runs flush; reports from before the setting zeroed (write)
+        return settings.get("flush", "write") if settings["cache"] == "cold" else None
+    if name == "clock_burst":  # reports from before the setting ran bursts
+        return settings.get("clock_burst", "on")
+    return settings.get(name)
+
+
+def mismatched_settings(base: dict, new: dict) -> list[str]:
+    """``"timing: graph in BASE, events in NEW"`` for each setting that differs."""
+    return [
+        f"{name}: {_setting(base, name)} in BASE, {_setting(new, name)} in NEW"
+        for name in COMPARED_SETTINGS
+        if _setting(base, name) != _setting(new, name)
+    ]
+
+
+def changed_files(base: dict, new: dict) -> list[str]:
+    """The files both runs fingerprinted whose code differs (normalised hashes where both
+    reports have them: a comment or docstring edit is no change)."""
+    changed = []
+    for key in ("normalized", "files"):
+        ours, theirs = base["fingerprint"].get(key), new["fingerprint"].get(key)
+        if ours and theirs:
+            changed = sorted(f for f in ours.keys() & theirs.keys() if ours[f] != theirs[f])
+            break
+    return changed
+
+
+def _key(case: dict) -> tuple:
+    return case["op"], tuple(case["shape"]), case["dtype"]
+
+
+def case_label(case: dict) -> str:
+    return f"{case['op']} {'x'.join(str(d) for d in case['shape'])} {case['dtype']}"
+
+
+def _cases(report: dict, role: str) -> dict:
+    cases = {}
+    for case in report["cases"]:
+        if _key(case) in cases:
+            raise CompareInputError(f"{role}: case {case_label(case)} appears twice")
+        cases[_key(case)] = case
+    return cases
+
+
+def _not_timed(variant: dict, role: str) -> str | None:
+    if variant["status"] == "timed":
+        return None
+    reason = variant.get("reason") or variant["correctness"].get("reason") or "no reason given"
+    return f"{variant['status']} in {role}: {reason}"
+
+
+# --------------------------------------------------------------------------- the comparisons
+
+
+def compare_reports(
+    base: dict,
+    new: dict,
+    margin: float = MARGIN,
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> dict:
+    """Every matched (case, variant) of two reports: ratio, interval, verdict, or why none.
+
+    Raises :class:`CompareInputError` when the reports have no case in common.
+    """
+    base_cases, new_cases = _cases(base, "BASE"), _cases(new, "NEW")
+    common = [key for key in base_cases if key in new_cases]
+    if not common:
+        raise CompareInputError("the two reports have no case (op, shape, dtype) in common")
+    rows, only_base, only_new = [], [], []
+    for key in common:
+        case, theirs = base_cases[key], new_cases[key]
+        label = case_label(case)
+        new_variants = {v["name"]: v for v in theirs["variants"]}
+        base_names = {v["name"] for v in case["variants"]}
+        only_new += [f"{label} {n}" for n in new_variants if n not in base_names]
+        for ours in case["variants"]:
+            other = new_variants.get(ours["name"])
+            if other is None:
+                only_base.append(f"{label} {ours['name']}")
+                continue
+            row = {"case": label, "op": key[0], "shape": list(key[1]), "dtype": key[2],
+                   "variant": ours["name"], "kind": ours["kind"]}  # fmt: skip
+            why = _not_timed(ours, "BASE") or _not_timed(other, "NEW")
+            why = why or _unusable(ours["samples_ms"], "BASE")
+            why = why or _unusable(other["samples_ms"], "NEW")
+            if why:
+                rows.append({**row, "verdict": None, "not_compared": why})
+                continue
+            rng = generator(seed, *key[:1], list(key[1]), key[2], ours["name"])
+            figures = ratio_interval(
+                ours["samples_ms"], other["samples_ms"], rng=rng, resamples=resamples,
+                confidence=confidence,
+            )  # fmt: skip
+            rows.append(
+                {
+                    **row,
+                    "base_median_ms": float(np.median(ours["samples_ms"])),
+                    "new_median_ms": float(np.median(other["samples_ms"])),
+                    "base_samples": len(ours["samples_ms"]),
+                    "new_samples": len(other["samples_ms"]),
+                    **figures,
+                    "verdict": verdict(figures["interval"], margin),
+                }
+            )
+    only_base += [case_label(c) for k, c in base_cases.items() if k not in new_cases]
+    only_new += [case_label(c) for k, c in new_cases.items() if k not in base_cases]
+    return {
+        "comparison": "two reports",
+        "comparison_version": COMPARISON_VERSION,
+        "margin": margin,
+        "confidence": confidence,
+        "resamples": resamples,
+        "seed": seed,
+        "mismatched_settings": mismatched_settings(base, new),
+        "changed_files": changed_files(base, new),
+        "pairs": rows,
+        "only_in_base": only_base,
+        "only_in_new": only_new,
+        "summary": _summary(rows),
+    }
+
+
+def within_report(
+    report: dict,
+    margin: float = MARGIN,
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> dict:
+    """Every variant of every case against the case's eager variant (:func:`paired_verdict`)."""
+    rows = []
+    for case in report["cases"]:
+        variants = {v["name"]: v for v in case["variants"]}
+        eager = variants.get(case["eager_variant"])
+        for variant in case["variants"]:
+            if variant is eager:
+                continue
+            row = {"case": case_label(case), "op": case["op"], "shape": case["shape"],
+                   "dtype": case["dtype"], "variant": variant["name"], "kind": variant["kind"],
+                   "eager_variant": case["eager_variant"]}  # fmt: skip
+            why = "the case has no eager variant" if eager is None else None
+            why = why or _not_timed(variant, "this report") or _not_timed(eager, "eager")
+            result = None if why else paired_verdict(
+                variant, eager, margin, seed=seed, names=(row["case"], variant["name"]),
+                resamples=resamples, confidence=confidence,
+            )  # fmt: skip
+            if result is None and not why:
+                why = (f"no interval: fewer than {MIN_SAMPLES} rounds, unequal sample counts, "
+                       "or a sample that is not positive")  # fmt: skip
+            if why:
+                rows.append({**row, "verdict": None, "not_compared": why})
+                continue
+            rows.append(
+                {
+                    **row,
+                    "eager_median_ms": float(np.median(eager["samples_ms"])),
+                    "median_ms": float(np.median(variant["samples_ms"])),
+                    **result,
+                }
+            )
+    return {
+        "comparison": "within one report",
+        "comparison_version": COMPARISON_VERSION,
+        "margin": margin,
+        "confidence": confidence,
+        "resamples": resamples,
+        "seed": seed,
+        "pairs": rows,
+        "summary": _summary(rows),
+    }
+
+
+def _summary(rows: list[dict]) -> dict:
+    counts = {name: sum(row["verdict"] == name for row in rows) for name in VERDICTS}
+    return {**counts, "not_compared": sum(row["verdict"] is None for row in rows)}
+
+
+# --------------------------------------------------------------------------- what is printed
+
+
+def _us(ms: float) -> str:
+    return f"{ms * 1e3:.2f}"
+
+
+def _aligned(rows: list[tuple]) -> list[str]:
+    """Columns padded to their widest cell: the first two left-aligned, the rest right, the
+    last (a verdict or a reason) left as it is."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell if i == len(row) - 1 else cell.ljust(w) if i < 2 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _table(comparison: dict, within: bool) -> list[str]:
+    if within:
+        table = [("case", "variant", "eager us", "variant us", "paired", "95% interval",
+                  "verdict")]  # fmt: skip
+    else:
+        table = [("case", "variant", "base us", "new us", "new/base", "95% interval",
+                  "verdict")]  # fmt: skip
+    previous = None
+    for row in comparison["pairs"]:
+        label = "" if row["case"] == previous else row["case"]
+        previous = row["case"]
+        if row["verdict"] is None:
+            table.append((label, row["variant"], "-", "-", "-", "-", row["not_compared"]))
+            continue
+        if within:
+            figures = (row["eager_median_ms"], row["median_ms"], row["paired_ratio"],
+                       row["paired_ratio_ci"])  # fmt: skip
+        else:
+            figures = (row["base_median_ms"], row["new_median_ms"], row["ratio"],
+                       row["interval"])  # fmt: skip
+        first, second, ratio, (low, high) = figures
+        table.append((label, row["variant"], _us(first), _us(second), f"{ratio:.3f}",
+                      f"{low:.3f}-{high:.3f}", row["verdict"]))  # fmt: skip
+    return _aligned(table)
+
+
+def format_comparison(comparison: dict) -> str:
+    """The table, the cases and variants only one report has, and a summary line."""
+    within = comparison["comparison"] == "within one report"
+    lines = _table(comparison, within)
+    for role in ("base", "new"):
+        for name in comparison.get(f"only_in_{role}", []):
+            lines.append(f"only in {role.upper()}: {name}")
+    changed = comparison.get("changed_files")
+    if changed:
+        shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4
+                                          else "")  # fmt: skip
+        lines.append(f"code that differs between the runs: {shown}")
+    summary = comparison["summary"]
+    counted = ", ".join(f"{summary[name]} {name}" for name in VERDICTS)
+    margin = comparison["margin"] * 100
+    what = ("each variant against eager, paired by round (paired: eager's sample over the "
+            "variant's, above 1 faster)" if within else "NEW against BASE")  # fmt: skip
+    lines.append(
+        f"{what}: {counted}; {summary['not_compared']} not compared. Margin {margin:g}%, "
+        f"{comparison['confidence']:.0%} bootstrap intervals of {comparison['resamples']} "
+        f"resamples, seed {comparison['seed']}."
+    )
+    return "\n".join(lines)
+
+
+def write_comparison(comparison: dict, path: Path, force: bool) -> None:
+    """Write the comparison whole (a temporary file, then a link or a rename): never half a
+    file, and an existing file only with ``force``."""
+    from learning.bench.engine import write_new  # the package loaded it already
+
+    try:
+        if force:
+            report_format.write_atomic(comparison, path)
+        elif not write_new(comparison, path):
+            raise CompareInputError(f"--json {path} already exists; pass --force to replace it")
+    except OSError as error:
+        raise CompareInputError(f"--json {path}: cannot be written ({error.strerror})") from None
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="kernel-bench compare",
+        description="Compare two kernel-bench reports case by case (NEW against BASE), or, "
+        "with --within, each variant of one report against its eager variant; each verdict "
+        "(faster, slower, same, ambiguous) comes from a bootstrap interval held against a "
+        "margin.",
+    )
+    p.add_argument("reports", nargs="*", type=Path, metavar="BASE.json NEW.json")
+    p.add_argument("--within", type=Path, metavar="REPORT.json",
+                   help="one report: each variant against its case's eager variant, paired by "
+                   "round")  # fmt: skip
+    p.add_argument("--margin", type=float, default=MARGIN * 100, metavar="PCT",
+                   help="the difference that matters, in per cent (default 2)")  # fmt: skip
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the comparison here")
+    p.add_argument("--force", action="store_true", help="replace an existing --json file")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="compare reports whose device, GPU, timing, cache, flush or warm-up "
+                   "bursts differ")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    return p
+
+
+def _check_arguments(args) -> None:
+    if args.within is not None and args.reports:
+        raise CompareInputError("--within takes one report; give no BASE and NEW with it")
+    if args.within is None and len(args.reports) != 2:
+        raise CompareInputError(
+            f"give two reports, BASE.json NEW.json (got {len(args.reports)}), or --within REPORT"
+        )
+    if not (math.isfinite(args.margin) and 0 <= args.margin < 100):
+        raise CompareInputError(f"--margin {args.margin:g}: a percentage from 0 to under 100")
+    if args.json is not None:
+        if args.json.exists() and not args.json.is_file():
+            raise CompareInputError(f"--json {args.json} exists and is not a regular file")
+        if args.json.exists() and not args.force:
+            raise CompareInputError(
+                f"--json {args.json} already exists; pass --force to replace it"
+            )
+        if not args.json.parent.is_dir():
+            raise CompareInputError(f"--json {args.json}: no folder {args.json.parent}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a malformed line (2, one line)
+        return exit_.code
+    try:
+        _check_arguments(args)
+        options = {"margin": args.margin / 100, "seed": args.seed}
+        if args.within is not None:
+            comparison = {
+                "report": str(args.within),
+                **within_report(load_report(args.within, "REPORT"), **options),
+            }
+        else:
+            base, new = (load_report(args.reports[0], "BASE"), load_report(args.reports[1], "NEW"))
+            differing = mismatched_settings(base, new)
+            if differing and not args.allow_mismatch:
+                raise CompareInputError(
+                    f"the runs were measured differently ({'; '.join(differing)}), so their "
+                    "times do not compare; pass --allow-mismatch to compare them anyway"
+                )
+            comparison = {"base": str(args.reports[0]), "new": str(args.reports[1]),
+                          **compare_reports(base, new, **options)}  # fmt: skip
+        if args.json is not None:
+            write_comparison(comparison, args.json, args.force)
+    except CompareInputError as error:
+        print(f"kernel-bench compare: error: {error}", file=sys.stderr)
+        return 2
+    if comparison.get("mismatched_settings"):
+        print("kernel-bench compare: warning: measured differently: "
+              + "; ".join(comparison["mismatched_settings"]), file=sys.stderr)  # fmt: skip
+    print(format_comparison(comparison))
+    if args.json is not None:
+        print(f"kernel-bench compare: wrote {args.json}", file=sys.stderr)
+    return 1 if args.within is None and comparison["summary"]["slower"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
