@@ -5,12 +5,13 @@
 #   make test-fast  the same without the tests marked `slow` (each over about 10 s on a 2-core
 #                 CPU: notebooks, the browser, whole checker and script runs), for quick edits;
 #                 GPU tests (marked `gpu`) are skipped on a machine without one, saying so
+#   make lab-test the tests of the past experiments archived under lab/ (not part of `make test`)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: course test test-fast lint exercises notebooks clean-venv
+.PHONY: course test test-fast lab-test lint exercises notebooks clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +34,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -m "not slow"
+
+lab-test: $(STAMP)
+	$(BIN)/python -m pytest -q lab
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -38,9 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _arguments import forward_ops as row_ops  # noqa: E402  (no GEMM: none autotuned)
+from _arguments import parse_shape  # noqa: E402
 from _records import OneLineParser  # noqa: E402
-from profile_streaming import forward_ops as row_ops  # noqa: E402  (no GEMM: none autotuned)
-from profile_streaming import parse_shape  # noqa: E402
 
 from learning import ops  # noqa: E402  (imported before triton: it selects the backend)
 from learning.runtime import interpreting  # noqa: E402

@@ -21,7 +21,7 @@ For each case this script times the reference twice (an A/A pair), the reference
 (``_variants.rewritten``) several ways, and torch.compile (``dynamic=False``), all checked
 against the float64 oracle first, interleaved with every graph captured first, and prints
 the ratio of medians and the paired ratio against compile with the rounds lost and a sign
-test (``streaming_variants.paired_rows``). The rewrites:
+test (``_paired_rows.paired_rows``). The rewrites:
 
 * ``first chunk``: the accumulator starts from the first chunk's values instead of zeros (or
   -inf for the max). ``x + 0.0`` is not ``x`` when ``x`` is -0.0, so the compiler keeps an
@@ -59,9 +59,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects the backend)
+from _paired_rows import paired_rows, print_table  # noqa: E402
 from _records import REPO_ROOT, OneLineParser, positive_int  # noqa: E402
 from _variants import REDUCTIONS_BEFORE, module_from_source, rewritten  # noqa: E402
-from streaming_variants import paired_rows, print_table  # noqa: E402
 
 # isort: split
 import torch  # noqa: E402

@@ -54,7 +54,7 @@ if str(ROOT) not in sys.path:  # run as a script: the engine's package sits besi
 import _targets as targets  # noqa: E402
 from _records import OneLineParser  # noqa: E402
 
-from learning.report.stats import paired  # noqa: E402  (streaming_variants imports it from here)
+from learning.report.stats import paired  # noqa: E402  (_paired_rows.py pairs the same way)
 
 RESULTS = "results/h200"
 CEILING_GBPS = 4350.0  # fp16 add, 16384 x 4096, graph replay: the H200's measured ceiling

@@ -66,9 +66,7 @@ def test_add_block_shrinks_for_small_tensors_only():
 
 
 @pytest.mark.skipif(not interpreting(), reason="checks the CPU refusal")
-@pytest.mark.parametrize(
-    "script", ["tune_rows.py", "row_plan_grid.py", "wrapper_overhead.py", "host_cost_probe.py"]
-)
+@pytest.mark.parametrize("script", ["row_plan_grid.py", "wrapper_overhead.py"])
 def test_gpu_scripts_refuse_a_cpu_in_one_line(script):
     """Does a GPU-only script exit 2 with one line instead of timing the interpreter?"""
     done = warm_python.run(

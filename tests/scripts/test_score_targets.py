@@ -42,8 +42,8 @@ def test_cases_behind_are_told_apart_by_their_samples_and_the_gemm_is_left_out()
 
 def test_the_paired_statistics_are_the_engines():
     """The sign test and the pairing live in learning.report.stats (tests/learning/report/
-    test_stats.py); score_targets uses them, and streaming_variants imports ``paired`` from
-    score_targets."""
+    test_stats.py); score_targets uses them, as the probes' paired rows do
+    (scripts/_paired_rows.py)."""
     from learning.report import stats
 
     assert score_targets.paired is stats.paired

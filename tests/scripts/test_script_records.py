@@ -62,7 +62,7 @@ def test_non_finite_numbers_are_recorded_as_null(tmp_path: Path):
     """JSON has no NaN or Infinity: does a non-finite timing become null, not an invalid file?"""
     output = tmp_path / "out.json"
     data = {"ms": [1.0, float("nan"), float("inf")], "nested": ({"ratio": float("-inf")},)}
-    _records.write_output(output, SCRIPTS / "tune_rows.py", data, argv=[], say=lambda _: None)
+    _records.write_output(output, SCRIPTS / "row_plan_grid.py", data, argv=[], say=lambda _: None)
     assert load_data(output) == {"ms": [1.0, None, None], "nested": [{"ratio": None}]}
     assert "NaN" not in output.read_text() and "Infinity" not in output.read_text()
 
@@ -71,7 +71,7 @@ def test_a_new_record_replaces_an_old_file_whole(tmp_path: Path):
     """Is an existing output replaced by the complete new record, with no temporary left?"""
     output = tmp_path / "out.json"
     output.write_text('{"old": true}\n')
-    _records.write_output(output, SCRIPTS / "tune_rows.py", {"new": 1}, argv=[], say=print)
+    _records.write_output(output, SCRIPTS / "row_plan_grid.py", {"new": 1}, argv=[], say=print)
     assert load_data(output) == {"new": 1}
     assert [path.name for path in tmp_path.iterdir()] == ["out.json"]
 
