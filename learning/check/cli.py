@@ -123,16 +123,6 @@ def render(report: ExerciseReport) -> str:
             lines.extend(f"      {line}" for line in check.message.splitlines())
     journal = report.journal
     if journal is not None:
-        if not journal.exists:
-            lines.append(f"journal {journal.path}: missing (no points)")
-        else:
-            parts = [
-                f"{section} {'written' if done else 'not written yet'}"
-                for section, done in (
-                    ("prediction", journal.prediction),
-                    ("observation", journal.observation),
-                )
-            ]
-            lines.append(f"journal {journal.path}: {', '.join(parts)} (no points)")
+        lines.append(f"journal {journal.path}: {journal.summary()} (no points)")
     lines.append(f"{report.exercise}: {report.points:g}/{report.max_points:g} points")
     return "\n".join(lines)

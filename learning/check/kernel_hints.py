@@ -9,7 +9,7 @@ computing what the mistaken kernel would have produced, in float64, and comparin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import torch
 
@@ -30,8 +30,10 @@ def explain(
     dtype: torch.dtype,
     scale: float,
     start_here: str,
+    pads: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Hints, most specific first, for the failed ``verdicts`` of one call."""
+    """Hints, most specific first, for the failed ``verdicts`` of one call; ``pads``: the
+    inputs whose rows lay further apart than their width (row stride minus width)."""
     labels = correctness.output_labels(spec)
     tolerance = spec.tolerances[dtype]
     hints: list[str] = []
@@ -67,6 +69,7 @@ def explain(
             )
             continue
         hints += _value_hints(spec, label, got, ref, inputs, tolerance, scale)
+        hints += _row_stride_hint(label, got, ref, tolerance, pads or {})
     return hints
 
 
@@ -113,6 +116,26 @@ def _value_hints(spec, label, got, ref, inputs, tolerance, scale) -> list[str]:
     if bool(wrong.any()):
         hints.append(f"wrong values {_where(wrong)}{_tail_note(wrong)}")
     return hints
+
+
+def _row_stride_hint(label, got, ref, tolerance, pads: Mapping[str, int]) -> list[str]:
+    """Row 0 right and later rows wrong, where the rows lay further apart than their width:
+    the kernel stepped from row to row by the width."""
+    if not pads or got.dim() == 0 or got.shape[0] < 2:
+        return []
+    got64, ref64 = got.detach().double(), ref.detach().double()
+    bound = tolerance.atol * _scale_of(ref64) + tolerance.rtol * ref64.abs()
+    wrong = ~((got64 - ref64).abs() <= bound)  # NaN counts as wrong
+    by_row = wrong.reshape(wrong.shape[0], -1).any(dim=1)
+    if bool(by_row[0]) or not bool(by_row[1:].any()):
+        return []
+    apart = ", ".join(f"{name}'s rows lie width + {pad} apart" for name, pad in pads.items())
+    return [
+        f"{label}: row 0 is right and later rows are wrong, on inputs whose rows lie further "
+        f"apart than their width ({apart}): the kernel steps from one row to the next by the "
+        "width. Step by the row stride the wrapper passes (x.stride(0), x_row_stride), never "
+        "by N"
+    ]
 
 
 def _never_written(got: object, ref: torch.Tensor) -> bool:
@@ -349,6 +372,46 @@ def _matmul_mistakes(inputs, dtype):
             )
 
 
+def _matmul_train_mistakes(inputs, dtype):
+    a, b, grad_c = inputs["a"], inputs["b"], inputs["grad_output"]
+    m, k = a.shape
+    n = b.shape[1]
+    if n == k:
+        yield ("grad_a", grad_c @ b, "grad_a matches dC @ B: B must be read transposed, "
+               "dA = dC @ B^T (pass b.T: the same memory, strides swapped)")  # fmt: skip
+    if m == k:
+        yield ("grad_b", a @ grad_c, "grad_b matches A @ dC: A must be read transposed, "
+               "dB = A^T @ dC (pass a.T)")  # fmt: skip
+    if m == k and n == k:
+        yield ("grad_a", grad_c @ a, "grad_a matches dC @ A: dA multiplies dC by B^T, the "
+               "operands of the two gradient products were swapped")  # fmt: skip
+    for block in (16, 32, 64, 128):
+        kept = n - n % block
+        if 0 < kept < n:
+            yield ("grad_a", grad_c[:, :kept] @ b[:, :kept].T,
+                   f"grad_a matches dC @ B^T over only the first {kept} of N={n}: the "
+                   "reduction loop of dA (over N) dropped its tail; loop to cdiv and mask "
+                   "the last step")  # fmt: skip
+        kept = m - m % block
+        if 0 < kept < m:
+            yield ("grad_b", a[:kept].T @ grad_c[:kept],
+                   f"grad_b matches A^T @ dC over only the first {kept} of M={m} rows: the "
+                   "reduction of dB (over M, the token count) dropped its tail; loop to "
+                   "cdiv(M, BLOCK_K) and mask the last step")  # fmt: skip
+    # split-K: the first slice's partial sum alone (slices are whole steps of BLOCK_K rows)
+    firsts = {_cdiv(_cdiv(m, splits), block) * block for splits in range(2, 9)
+              for block in (16, 32, 64)}  # fmt: skip
+    for length in sorted(n for n in firsts if n < m):
+        yield ("grad_b", a[:length].T @ grad_c[:length],
+               f"grad_b matches the first reduction slice alone (rows 0-{length - 1} of M): "
+               "with split-K each slice writes a partial sum, and all of them must be added "
+               "(a second kernel over the partials)")  # fmt: skip
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def _add_mistakes(inputs, dtype):
     x = inputs["x"]
     yield "output", x + x, "the output is x + x: the second load reads x_ptr, not y_ptr"
@@ -364,4 +427,5 @@ _MISTAKES: dict[str, Callable] = {
     "rmsnorm": _rmsnorm_mistakes,
     "rmsnorm_train": _rmsnorm_train_mistakes,
     "matmul": _matmul_mistakes,
+    "matmul_train": _matmul_train_mistakes,
 }

@@ -7,11 +7,16 @@ worker cannot forge. For each op that ``ops.exercises()[exercise]`` lists, it pl
 classic traps (softmax on inputs x100, RMSNorm with a visible eps, rows wider than the RMSNorm
 backward holds), and shapes drawn from the run's seed: more than 64 rows, fp32 rows wider than
 4096, widths of 1 and primes, GEMM sizes of every kind, rows whose stride is larger than their
-width. Every call gets fresh tensors inside NaN guards; some repeat an earlier call's values in
-new tensors, some pass an earlier call's tensors again, some refill them in place with new
-values (with and without a new version number). The calls of all cases and ops run in one
-shuffled order, many of them, so a kernel that counts its calls, caches by pointer, shape or
-version, or knows the registry's shapes has nothing to hold on to.
+width. The paths of an op's file that only far larger inputs take by themselves (a row walked in
+chunks, the RMSNorm split backward, a weight gradient split-K leaves whole) are taken on small
+inputs in every dtype: the checker asks the op module's wrappers for them through their own hook
+(``softmax_fwd(x, plan=RowPlan(chunked=True, block_cols=32))``, the plan made by the module's
+``RowPlan``), or by shape and layout (transposed GEMM operands); a module without the hook gets
+the ordinary call. Every call gets fresh tensors inside NaN guards; some repeat an earlier
+call's values in new tensors, some pass an earlier call's tensors again, some refill them in
+place with new values (with and without a new version number). The calls of all cases and ops
+run in one shuffled order, many of them, so a kernel that counts its calls, caches by pointer,
+shape or version, or knows the registry's shapes has nothing to hold on to.
 
 For each call the worker returns the outputs, and the trace of the Triton launches it made
 (:class:`~learning.check.replay.TraceRecorder`). A call passes only when:
@@ -132,6 +137,105 @@ _STRIDED: dict[str, tuple[str, ...]] = {
     "matmul": ("a", "b"), "matmul_train": ("a", "b"),
 }  # fmt: skip
 
+
+
+@dataclass(frozen=True)
+class _Path:
+    """A path of an op's wrappers that no small input takes on its own (a row walked in
+    chunks, the split backward, a weight gradient too large to split), taken on small inputs.
+
+    ``steps`` call the op module's wrappers in turn (``softmax_fwd(x, plan=...)``), each plan
+    made by the module's own plan class from ``plans``: a chunked ``RowPlan`` whose chunk is
+    narrower than the drawn rows. A module without that hook gets the ordinary call. Paths
+    without steps are reached by their inputs alone (their ``shape``)."""
+
+    name: str  # the check's name
+    what: str  # what the input runs, for the input line and the hints
+    steps: tuple[dict, ...] = ()
+    outputs: tuple[str, ...] = ()
+    plans: dict = field(default_factory=dict)
+    shape: Callable[[random.Random], tuple[int, ...]] | None = None  # None: a few chunks' rows
+    transposed: bool = False  # GEMM operands given as transposed views
+
+
+_CHUNK = 32  # columns a forced chunked plan walks per step: rows of 100-400 take 4-13 steps
+
+
+def _chunked(rows_per_program: int = 1) -> dict:
+    """A chunked row plan, asked of the module's own ``RowPlan``."""
+    return {"class": "RowPlan", "fields": {"block_cols": _CHUNK, "chunked": True,
+                                          "rows_per_program": rows_per_program, "num_warps": 4}}
+
+
+def _step(function: str, args: tuple[str, ...], results: tuple[str, ...],
+          plan: str | None = None, **kwargs) -> dict:  # fmt: skip
+    return {"function": function, "args": list(args), "results": list(results), "plan": plan,
+            "kwargs": kwargs}  # fmt: skip
+
+
+def _reduction_path(function: str) -> tuple[_Path, ...]:
+    return (_Path("chunked rows", f"a chunked plan: {function}(x, plan=RowPlan(chunked=True, "
+                  f"block_cols={_CHUNK}, rows_per_program=2)), the chunk loop",
+                  (_step(function, ("x",), ("out",), "chunked"),), ("out",),
+                  {"chunked": _chunked(2)}),)  # fmt: skip
+
+
+_SOFTMAX_FORWARD = _step("softmax_fwd", ("x",), ("y",))
+_SOFTMAX_BACKWARD = _step("softmax_bwd", ("y", "grad_output"), ("dx",))
+_RMSNORM_FORWARD = _step("rmsnorm_fwd", ("x", "residual", "weight", "eps"), ("y", "rstd"),
+                         save_rstd=True)
+_RMSNORM_BACKWARD = _step("rmsnorm_bwd", ("grad_output", "x", "residual", "weight", "rstd"),
+                          ("dx", "dweight"))
+_CHUNKED_SOFTMAX = f"softmax_fwd(x, plan=RowPlan(chunked=True, block_cols={_CHUNK}))"
+_CHUNKED_RMSNORM = f"rmsnorm_fwd(..., plan=RowPlan(chunked=True, block_cols={_CHUNK}))"
+_PLANS = {"chunked": _chunked()}
+
+
+def _plan_step(step: dict) -> dict:
+    return {**step, "plan": "chunked"}
+
+
+def _gemm_sizes(low: int, high: int) -> Callable[[random.Random], tuple[int, ...]]:
+    """M small; N and K past 128 (more output tiles than the weight gradient splits)."""
+    return lambda rng: (rng.randint(2, 24), rng.randint(low, high), rng.randint(low, high))
+
+
+_TRANSPOSED = _Path("transposed operands", "transposed operands (a.T or b.T views: column-"
+                    "major memory)", shape=lambda rng: tuple(rng.randint(2, 48) for _ in "mnk"),
+                    transposed=True)  # fmt: skip
+# The paths the CPU shapes miss, by op (every kernel of an exercise's file runs in some case).
+_PATHS: dict[str, tuple[_Path, ...]] = {
+    "sum": _reduction_path("row_sum"),
+    "max": _reduction_path("row_max"),
+    "softmax": (_Path("chunked rows", f"the chunked forward: {_CHUNKED_SOFTMAX}",
+                      (_plan_step(_SOFTMAX_FORWARD),), ("y",), _PLANS),),
+    "softmax_train": (
+        _Path("chunked forward", f"the chunked forward, {_CHUNKED_SOFTMAX}, then the backward",
+              (_plan_step(_SOFTMAX_FORWARD), _SOFTMAX_BACKWARD), ("dx",), _PLANS),
+        _Path("chunked backward", "the forward, then the chunked backward: softmax_bwd(y, dy, "
+              f"plan=RowPlan(chunked=True, block_cols={_CHUNK}))",
+              (_SOFTMAX_FORWARD, _plan_step(_SOFTMAX_BACKWARD)), ("dx",), _PLANS),
+    ),
+    "rmsnorm": (_Path("chunked rows", f"the chunked forward: {_CHUNKED_RMSNORM}",
+                      (_plan_step(_RMSNORM_FORWARD),), ("y",), _PLANS),),
+    "rmsnorm_train": (
+        _Path("chunked forward", f"the chunked forward, {_CHUNKED_RMSNORM}, then the backward",
+              (_plan_step(_RMSNORM_FORWARD), _RMSNORM_BACKWARD), ("dx", "dx", "dweight"),
+              _PLANS),
+        # The split backward's tiles are 1024 columns: rows wider than one tile take two.
+        _Path("split backward", "the forward, then the split backward: rmsnorm_bwd(..., "
+              "plan=RowPlan(chunked=True)), rows wider than one 1024-column tile",
+              (_RMSNORM_FORWARD, _plan_step(_RMSNORM_BACKWARD)), ("dx", "dx", "dweight"),
+              _PLANS, shape=lambda rng: (rng.randint(1, 3), rng.choice(_primes(1025, 1400)))),
+    ),
+    "matmul": (_TRANSPOSED,),
+    "matmul_train": (
+        _TRANSPOSED,
+        _Path("weight gradient, not split", "N and K past 128: a weight gradient with more "
+              "tiles than split-K takes", shape=_gemm_sizes(129, 170)),
+    ),
+}
+
 _PROPERTIES = {
     "own": "runs your own Triton kernels",
     "inputs": "leaves its inputs unchanged",
@@ -208,8 +312,11 @@ class _Case:
     index: int  # numbers its seeds
     pads: dict[str, int] = field(default_factory=dict)  # input -> row stride minus width
     special: _Special | None = None
+    path: _Path | None = None
+    transposed: tuple[str, ...] = ()  # GEMM operands given as transposed views
     calls: list[_Call] = field(default_factory=list)
     failure: str | None = None
+    fallback: str | None = None  # why the path's hook was not there: the ordinary call ran
     worst: float = 0.0  # the largest share of the tolerance a passing call used
 
     def fail(self, message: str) -> None:
@@ -261,9 +368,9 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
     strided = _STRIDED.get(spec.name, ())
     low = _MIN_WIDTH.get(spec.name, 1)
 
-    def case(check: str, shape, dtype, pads=None, special=None) -> _Case:
+    def case(check: str, shape, dtype, pads=None, special=None, path=None) -> _Case:
         made = _Case(spec, f"{spec.name} {check}", tuple(shape), dtype, len(cases),
-                     dict(pads or {}), special)  # fmt: skip
+                     dict(pads or {}), special, path)  # fmt: skip
         made.calls.append(_Call(made, 1, "first"))
         cases.append(made)
         return made
@@ -282,6 +389,13 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         for dtype in special.dtypes:
             made = case(special.name, special.shape or irregular, dtype, special=special)
             made.calls[0].bitwise = special.bitwise
+    for path in _PATHS.get(spec.name, ()):  # every dtype, rows further apart than their width
+        for dtype in spec.dtypes:
+            shape = path.shape(rng) if path.shape else (
+                rng.randint(2, 6), rng.choice(_primes(3 * _CHUNK + 1, 400)))  # fmt: skip
+            made = case(path.name, shape, dtype, pads(), path=path)
+            if path.transposed:
+                made.transposed = rng.choice((("a",), ("b",), ("a", "b")))
     pick = lambda: rng.choice(spec.dtypes)  # noqa: E731
     if spec.is_gemm:
         sizes = lambda high: tuple(rng.randint(1, high) for _ in range(3))  # noqa: E731
@@ -324,6 +438,16 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
     return cases
 
 
+def _path_request(case: _Case) -> dict:
+    """The request's ``path``: the wrappers' calls that take the case's path (none when its
+    inputs alone take it)."""
+    path = case.path
+    if path is None or not path.steps:
+        return {}
+    return {"path": {"plans": path.plans, "steps": list(path.steps),
+                     "outputs": list(path.outputs)}}  # fmt: skip
+
+
 def _schedule(calls: list[_Call], rng: random.Random) -> list[_Call]:
     """The costliest few calls first, then the others shuffled, each after the calls it needs."""
     order = list(calls)
@@ -361,9 +485,13 @@ def _cost(call: _Call) -> int:
 # --------------------------------------------------------------------------- inputs
 
 
-def _placed(value: torch.Tensor, pad: int, fill: float = float("nan")) -> torch.Tensor:
+def _placed(value: torch.Tensor, pad: int, fill: float = float("nan"),
+            transposed: bool = False) -> torch.Tensor:  # fmt: skip
     """``value`` copied into a new storage: ``fill`` before, after and (with ``pad``) between
-    its rows, so an unmasked load past a row or past the tensor reads ``fill``."""
+    its rows, so an unmasked load past a row or past the tensor reads ``fill``. ``transposed``:
+    the transpose of such a tensor of ``value.T``'s shape (its memory column-major)."""
+    if transposed:
+        return _placed(value.T, pad, fill).T
     value = value.detach()
     if value.dim() == 2 and pad:
         rows, cols = value.shape
@@ -419,6 +547,7 @@ class _Exercise:
         self.order = _schedule([c for op in self.ops for case in op.cases for c in case.calls], rng)
         self.limits = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
         self._ids = 0
+        self.launched: set[str] = set()  # the kernels the calls' traces launched (hints)
         self.stopped = False  # a result did not come from the learner's kernels: no more calls
         self._settled: set[int] = set()
 
@@ -508,6 +637,7 @@ class _Exercise:
             "kind": "kernel", "op": case.spec.name, "module": f"{self.impl}.{case.spec.module}",
             "function": case.spec.function, "package": self.impl, "call": call.id,
             "keep": call.keep, "settle_s": _SETTLE_S, "device": self.device,
+            **_path_request(case),
         }  # fmt: skip
         if placed is not None:
             request["inputs"] = protocol.to_plain(placed, copy=False)
@@ -520,6 +650,8 @@ class _Exercise:
         if reply is None:
             return
         call.ran, call.generation = True, self.session.starts
+        if case.path is not None and case.path.steps and reply.get("path") != "forced":
+            case.fallback = str(reply.get("path"))[:200]  # its report: a hint, no verdict
         if reply.get("ok") is not True:
             case.fail(self._explain_error(op, reply.get("error"), context))
             return
@@ -541,6 +673,7 @@ class _Exercise:
                      "programs writing the same element, a missing initialisation)")  # fmt: skip
         case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
         trace, described = reply.get("trace"), reply.get("described")
+        self.launched.update(_launched(trace))
         if type(trace) is dict and trace.get("launches") == []:
             op.fault("own", f"{context}\nno Triton kernel ran: the result came from PyTorch. "
                      "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
@@ -596,8 +729,8 @@ class _Exercise:
         if call.how in ("same", "refill", "refill_quiet"):
             return call.values, None
         placed = {
-            k: _placed(v, case.pads.get(k, 0)) if torch.is_tensor(v) else v
-            for k, v in call.values.items()
+            k: _placed(v, case.pads.get(k, 0), transposed=k in case.transposed)
+            if torch.is_tensor(v) else v for k, v in call.values.items()
         }  # fmt: skip
         return call.values, placed
 
@@ -626,8 +759,15 @@ class _Exercise:
         case = call.case
         spec = case.spec
         notes = [f", {case.special.note}"] if case.special else []
+        if case.path is not None:
+            notes.append(f", {case.path.what}")
+        if case.transposed:
+            notes.append(f", transposed: {', '.join(f'{k} = {k}.T view' for k in case.transposed)}")
         if case.pads:
-            strides = ", ".join(f"{k}: row stride = width + {p}" for k, p in case.pads.items())
+            strides = ", ".join(
+                f"{k}: column stride = height + {p}" if k in case.transposed
+                else f"{k}: row stride = width + {p}" for k, p in case.pads.items()
+            )  # fmt: skip
             notes.append(f", strided rows ({strides})")
         shape = spec.shape_label(case.shape)
         line = (f"input: {spec.name} {shape} {ops.dtype_name(case.dtype)}, "
@@ -679,15 +819,19 @@ class _Exercise:
             where = f"{after} elements past the end" if after else f"{before} before the start"
             hints.append(f"the check process saw an out-of-bounds store, {where} of a buffer "
                          f"you allocated ({label}): mask the stores")  # fmt: skip
+        forced = case.path is not None and bool(case.path.steps) and case.fallback is None
+        if forced:
+            hints.append(_path_hint(case.path, reply))
         if call.how == "first":
             hints += self._reads_past_the_end(call, op, outputs)
         hints += kernel_hints.explain(
             spec, values, outputs, expected, verdicts, dtype=case.dtype,
             scale=case.special.scale if case.special else 1.0, start_here=op.start_here,
+            pads=case.pads,
         )  # fmt: skip
         message = _message(context, verdicts, hints)
-        if "this exercise is not done yet" in message:
-            op.not_started = message
+        if "this exercise is not done yet" in message and not forced:
+            op.not_started = message  # (a path's stub leaves the op's other checks to run)
         elif case.dtype == torch.bfloat16 and runtime.interpreting() and self._half_passed(case):
             message += f"\nhint: {_BFLOAT16_IN_THE_INTERPRETER}"
         return message
@@ -724,7 +868,7 @@ class _Exercise:
     def _rerun(self, call: _Call, fills: dict[str, float]) -> tuple | None:
         case = call.case
         placed = {
-            k: _placed(v, case.pads.get(k, 0), fills.get(k, float("nan")))
+            k: _placed(v, case.pads.get(k, 0), fills.get(k, float("nan")), k in case.transposed)
             if torch.is_tensor(v) else v for k, v in call.values.items()
         }  # fmt: skip
         self._ids += 1
@@ -732,6 +876,7 @@ class _Exercise:
             "kind": "kernel", "op": case.spec.name, "module": f"{self.impl}.{case.spec.module}",
             "function": case.spec.function, "package": self.impl, "call": self._ids,
             "device": self.device, "inputs": protocol.to_plain(placed, copy=False),
+            **_path_request(case),
         }  # fmt: skip
         try:
             reply = self.session.ask(request, self._limit(case))
@@ -846,7 +991,12 @@ class _Exercise:
             else:
                 dtypes = ", ".join(dict.fromkeys(ops.dtype_name(c.dtype) for c in ran))
                 worst = max(c.worst for c in ran)
-                checks.append((name, True, f"{dtypes}: worst error {worst:.2f} of the tolerance"))
+                message = f"{dtypes}: worst error {worst:.2f} of the tolerance"
+                fallback = next((c.fallback for c in ran if c.fallback), None)
+                if fallback:
+                    message += (f"; the ordinary call ran instead of {cases[0].path.what} "
+                                f"({fallback})")  # fmt: skip
+                checks.append((name, True, message))
         return checks
 
     def _properties(self, op: _Op, bundle_error: str | None) -> list[tuple[str, bool, str]]:
@@ -866,6 +1016,24 @@ class _Exercise:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _launched(trace: object) -> list[str]:
+    """The kernels a trace launched, in order, once each (``kernels/softmax.py::name``)."""
+    launches = trace.get("launches") if type(trace) is dict else None
+    return list(dict.fromkeys(
+        str(launch.get("kernel", "?")) for launch in launches or () if type(launch) is dict
+    ))  # fmt: skip
+
+
+def _path_hint(path: _Path, reply: dict) -> str:
+    """What a forced path ran, named by the kernels its trace launched (the worker's account:
+    a hint)."""
+    names = [name.rpartition("::")[2] for name in _launched(reply.get("trace"))]
+    ran = f"it launched {', '.join(names)}" if names else "it launched no Triton kernel"
+    return (f"this input took {path.what}; {ran}. That path runs by itself only on rows far "
+            "wider than these (tens of thousands of values), which is why no other input "
+            "shows the fault: look at the kernel that path launches")  # fmt: skip
 
 
 def _message(context: str, verdicts, hints: list[str]) -> str:

@@ -8,16 +8,13 @@ side, so nothing the learner's code does (print, raise, patch, forge, crash, han
 verdict: a mistake is a failed check with a message, never a traceback from the checker. The
 manifest's time limit bounds the whole exercise.
 
-The lesson's journal is read here too and reported without points: whether its prediction and
-its observation were written. A journal template marks each place to write with a placeholder
-line of its own, in italics, such as ``_Write your prediction here before running._``; a
-section counts as written once none of its placeholders is left and some text is.
+The lesson's journal is read here too and reported without points: which of its prompts hold
+an answer in the learner's own words (:mod:`learning.check.journal`).
 """
 
 from __future__ import annotations
 
 import importlib
-import re
 import time
 import traceback
 from collections.abc import Sequence
@@ -26,14 +23,12 @@ from pathlib import Path
 
 from learning import manifest as manifest_module
 from learning.check import integrity
+from learning.check.journal import JournalStatus, journal_status
 from learning.check.model import CheckResult
 from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
 from learning.check.worker import one_thread_while
 
 IMPLEMENTATIONS = ("exercises", "reference")
-# A journal template's placeholder: a line of its own like "_Write your prediction here..._".
-JOURNAL_PLACEHOLDER = re.compile(r"^_Write\b.*\bhere\b.*_$")
-JOURNAL_SECTIONS = ("prediction", "observation")
 
 
 class UnknownExercise(ValueError):
@@ -43,24 +38,6 @@ class UnknownExercise(ValueError):
         super().__init__(f"unknown exercise {name!r}; choose one of {', '.join(choices)}")
         self.name = name
         self.choices = tuple(choices)
-
-
-@dataclass(frozen=True)
-class JournalStatus:
-    """Whether the learner wrote the lesson's journal; reported, never graded."""
-
-    path: str
-    exists: bool
-    prediction: bool
-    observation: bool
-
-    def as_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "exists": self.exists,
-            "prediction": self.prediction,
-            "observation": self.observation,
-        }
 
 
 @dataclass(frozen=True)
@@ -216,36 +193,5 @@ def _process_failure(exercise: manifest_module.Exercise, reason: str, log_tail: 
     return CheckResult("check process", passed=False, max_points=exercise.points, message=message)
 
 
-# --------------------------------------------------------------------------- journal
-
-
-def journal_status(path: Path) -> JournalStatus:
-    """Which of the journal's sections hold the learner's own text (placeholders removed)."""
-    try:
-        shown = str(path.relative_to(manifest_module.ROOT))
-    except ValueError:
-        shown = str(path)
-    if not path.is_file():
-        return JournalStatus(shown, exists=False, prediction=False, observation=False)
-    written = _written_sections(path.read_text(encoding="utf-8"))
-    return JournalStatus(
-        shown, exists=True, prediction="prediction" in written, observation="observation" in written
-    )
-
-
-def _written_sections(text: str) -> set[str]:
-    """The sections (``## Prediction ...``) with text in them and no placeholder left."""
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
-    has_text: set[str] = set()
-    has_placeholder: set[str] = set()
-    section = None
-    for line in text.splitlines():
-        heading = re.match(r"^(#{1,2})\s+(.*)$", line)
-        if heading:
-            title = heading.group(2).strip().lower()
-            section = next((name for name in JOURNAL_SECTIONS if title.startswith(name)), None)
-        elif section and JOURNAL_PLACEHOLDER.match(line.strip()):
-            has_placeholder.add(section)
-        elif section and line.strip():
-            has_text.add(section)
-    return has_text - has_placeholder
+__all__ = ["IMPLEMENTATIONS", "ExerciseReport", "JournalStatus", "UnknownExercise",
+           "check_exercise", "journal_status"]  # fmt: skip

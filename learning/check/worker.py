@@ -15,8 +15,10 @@ pipe of its own:
 * ``kernel``: one graded call of a kernel exercise (``spec.call`` of the registry), with the
   Triton launches recorded by :class:`~learning.check.replay.TraceRecorder` and every
   ``torch.empty``-style allocation poisoned by :class:`~learning.check.kernel_guards
-  .AllocationTrap`; the reply holds the outputs as the call returned them, whether they
-  changed a moment later, the trace, and a few observations (hints only).
+  .AllocationTrap` (a ``path`` calls the module's wrappers with plans instead: one path of
+  them that no small input takes, :func:`_forced_path`); the reply holds the outputs as the
+  call returned them, whether they changed a moment later, the trace, and a few
+  observations (hints only).
 
 Replies are plain data (:func:`learning.check.protocol.to_plain`); an exception in the
 learner's code is a reply too (:func:`learning.check.protocol.describe_error`). The learner's
@@ -174,14 +176,16 @@ class Worker:
     def _on_kernel(self, request: dict) -> dict:
         torch, to_plain = self.torch, self.wire.to_plain
         spec = self.ops.get(request["op"])
-        function = getattr(self._module(request), request["function"])
+        module = self._module(request)
+        function = getattr(module, request["function"])
         inputs = self._kernel_inputs(request, spec)
+        path, taken = _forced_path(module, request.get("path"))
         recorder = self.recorder(self._package_root(request.get("package")))
         for name, value in inputs.items():
             recorder.add_input(name, value)
         copies: list = []
         with self.trap() as trap, recorder, _watching_copies(copies):
-            outputs = tuple(spec.call(function, inputs))
+            outputs = tuple(path(inputs) if path else spec.call(function, inputs))
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
         at_return = to_plain(outputs)
@@ -199,7 +203,7 @@ class Worker:
         copied = [recorder.describe_outputs(pair) for pair in copies]
         return {
             "ok": True, "outputs": at_return, "settled": settled, "trace": recorder.trace(),
-            "described": described, "observed": observed,
+            "described": described, "observed": observed, "path": taken,
             "copies": [pair for pair in copied if not any("error" in side for side in pair)],
         }  # fmt: skip
 
@@ -245,6 +249,46 @@ class Worker:
             if before or after:
                 stray.append([buffer.label, before, after])
         return {"reused_outputs": reused, "outputs_are_inputs": is_input, "stray": stray}
+
+
+def _forced_path(module, path: dict | None):
+    """A call down one path of the module's own wrappers: ``steps`` call its functions in
+    turn, each with a plan its own plan class (``module.RowPlan``) made from ``plans``.
+    Returns ``(call, "forced")``, or ``(None, why)`` where the module has no such hook (the
+    graded call is then the ordinary one)."""
+    import inspect
+
+    import torch
+
+    if not path:
+        return None, None
+    try:
+        plans = {}
+        for role, made in path["plans"].items():
+            plans[role] = getattr(module, made["class"])(**made["fields"])
+        steps = []
+        for step in path["steps"]:
+            function = getattr(module, step["function"])
+            if step.get("plan") and "plan" not in inspect.signature(function).parameters:
+                return None, f"{step['function']} takes no plan"
+            steps.append((function, step))
+    except Exception as error:  # no such class or function, or its plan refused the fields
+        return None, f"{type(error).__name__}: {error}"
+
+    def call(inputs: dict) -> tuple:
+        values = {k: v.detach() if torch.is_tensor(v) else v for k, v in inputs.items()}
+        with torch.no_grad():
+            for function, step in steps:
+                kwargs = dict(step.get("kwargs", {}))
+                if step.get("plan"):
+                    kwargs["plan"] = plans[step["plan"]]
+                result = function(*(values[name] for name in step["args"]), **kwargs)
+                names = step["results"]
+                results = (result,) if len(names) == 1 else result
+                values.update(zip(names, results, strict=True))
+        return tuple(values[name] for name in path["outputs"])
+
+    return call, "forced"
 
 
 @contextmanager

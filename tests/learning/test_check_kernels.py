@@ -722,3 +722,50 @@ def test_an_output_that_starts_as_one_value_keeps_it_only_when_it_is_zero(fill, 
     rewritten = replaying.fresh_outputs(trace, [_view(1, (4, 4), (4, 1))])
     kinds = [b["kind"] for b in rewritten["buffers"]]
     assert kinds == ["input", "const" if kept else "alloc", "const"]  # only the output changes
+
+
+# --------------------------------------------------------------------------- every op has hints
+
+
+def test_every_kernel_exercise_of_the_manifest_has_typical_mistakes_for_each_op():
+    """Does ``kernel_hints`` know the typical mistakes of every op of every kernel exercise
+    the manifest lists (a failure there says what the kernel probably did, not just where)?"""
+    from learning import manifest
+
+    graded = [name for name, exercise in manifest.load().exercises.items()
+              if exercise.check == kernels.__name__]  # fmt: skip
+    assert graded and set(graded) == set(ops.exercises())
+    missing = [spec.name for name in graded for spec in ops.exercises()[name]
+               if spec.name not in kernel_hints._MISTAKES]  # fmt: skip
+    assert missing == []
+
+
+def _matmul_train_case(m: int, n: int, k: int, seed: int = 7):
+    spec = ops.get("matmul_train")
+    inputs = spec.inputs((m, n, k), torch.float32, seed=seed)
+    expected = spec.expected(inputs)
+    as64 = {name: v.detach().double() for name, v in inputs.items()}
+    return spec, inputs, expected, as64
+
+
+@pytest.mark.parametrize("mistake", ["untransposed B", "dropped M tail", "first split only"])
+def test_matmul_train_hints_name_the_gradient_mistake(mistake):
+    """Do the matmul_train hints name what a wrong gradient kernel did: dA from B untransposed,
+    dB whose reduction over M dropped its tail, dB that kept the first split-K slice only?"""
+    m, n, k = (40, 48, 48) if mistake == "untransposed B" else (75, 40, 30)
+    spec, inputs, expected, as64 = _matmul_train_case(m, n, k)
+    a, b, grad_c = as64["a"], as64["b"], as64["grad_output"]
+    grad_a, grad_b = (t.float() for t in expected)
+    if mistake == "untransposed B":
+        grad_a, hint = (grad_c @ b).float(), "grad_a matches dC @ B: B must be read transposed"
+    elif mistake == "dropped M tail":
+        grad_b, hint = (a[:64].T @ grad_c[:64]).float(), "dropped its tail"
+    else:
+        grad_b, hint = (a[:48].T @ grad_c[:48]).float(), "the first reduction slice alone"
+    outputs = (grad_a, grad_b)
+    verdicts = correctness.compare_all(outputs, expected, spec.tolerances[torch.float32],
+                                       dtype=torch.float32, labels=("grad_a", "grad_b"))
+    assert not all(v.passed for v in verdicts)
+    hints = kernel_hints.explain(spec, inputs, outputs, expected, verdicts, dtype=torch.float32,
+                                 scale=1.0, start_here="")  # fmt: skip
+    assert any(hint in h for h in hints), hints
