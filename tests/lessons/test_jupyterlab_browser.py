@@ -1,10 +1,12 @@
-"""Can a learner open a lesson in JupyterLab, run a cell and see its output, in a real browser?
+"""Can a learner open lessons in JupyterLab, run their cells and see the output, in a browser?
 
-The test starts this environment's JupyterLab on loopback (a free port, a random token, no
-browser of its own), opens a lesson in headless Chromium through Playwright, runs the lesson's
-code cells up to the first one that prints, with a click and Shift+Enter as a learner would, and
-checks that the output shown is what the kernel printed (the same cells run by nbclient give the
-expected text). A screenshot is saved under the test's tmp folder, and also in
+The test starts this environment's JupyterLab as the README tells a learner to (the course's
+`.jupyter/` on its config path; `course_lab.py`), on loopback with a free port, a random token
+and no browser of its own, and drives headless Chromium through Playwright. The file browser
+must list each lesson of the manifest once, as its notebook, and show no nbgrader menu. In two
+lessons it runs the first three code cells, with a click and Shift+Enter as a learner would,
+and checks that each output shown is what the kernel printed (the same cells run by nbclient
+give the expected text). Screenshots are saved under the test's tmp folder, and also in
 `$LESSON_SCREENSHOT_DIR` when that is set.
 
 It needs Debian's `chromium` (`apt-get install chromium`; Playwright's own browser download is
@@ -15,25 +17,21 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+from course_lab import ROOT, Lab, ServerFailed, running_lab
+
+from learning import manifest as manifest_module
 
 # the course extra (pip install -e ".[course]"); without it this test is skipped
 nbformat = pytest.importorskip("nbformat")
 NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
-LESSON = "01-tensors-and-bytes.ipynb"  # runs on a CPU in seconds
+LESSONS = ["01-tensors-and-bytes.ipynb", "09-first-triton-kernels.ipynb"]  # seconds on a CPU
+CELLS_RUN = 3  # the first code cells of each
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -43,12 +41,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SERVER_START_S = 60
 CELL_LIMIT_MS = 60_000
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(180),
+    pytest.mark.timeout(240),
     pytest.mark.skipif(
         not CHROMIUM.is_file(),
         reason=f"{CHROMIUM} is missing: `apt-get install chromium` enables this browser test "
@@ -57,120 +54,52 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _environment(home: Path) -> dict[str, str]:
-    """The server's environment: kernels on the CPU, and every Jupyter state file under tmp."""
-    environment = dict(os.environ)
-    environment.update(
-        TRITON_INTERPRET="1",
-        CUDA_VISIBLE_DEVICES="",
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "lab-workspaces"),
-        IPYTHONDIR=str(home / "ipython"),
-    )
-    return environment
-
-
-class Lab:
-    def __init__(self, url: str, token: str, root: Path):
-        self.url, self.token, self.root = url, token, root
-
-    def request(self, path: str, method: str = "GET") -> int:
-        request = urllib.request.Request(
-            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
-        )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab with the course's configuration, serving a copy of the course."""
+    try:
+        with running_lab(tmp_path_factory.mktemp("jupyterlab")) as lab:
+            yield lab
+    except ServerFailed as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """JupyterLab serving a copy of lessons/, up and answering, shut down cleanly afterwards.
+def browser_page(tmp_path_factory):
+    """One headless Chromium page for the module's tests."""
+    from playwright.sync_api import sync_playwright
 
-    A copy, so that the notebook JupyterLab saves is never the one in the repository; the
-    lesson imports the course (`learning`, `reference`) from this environment's install.
-    """
-    home = tmp_path_factory.mktemp("jupyterlab")
-    root = home / "course"
-    shutil.copytree(ROOT / "lessons", root / "lessons")
-    # No "get notified about Jupyter news?" pop-up over the notebook in the screenshot.
-    notification = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    notification.mkdir(parents=True)
-    (notification / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}\n')
-    port, token = _free_port(), secrets.token_hex(16)
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            *(["--allow-root"] if os.geteuid() == 0 else []),  # CI containers run as root
-        ],
-        cwd=root,
-        env=_environment(home),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    lab = Lab(f"http://127.0.0.1:{port}", token, root)
-
-    def server_log() -> str:
-        log.flush()
-        return (home / "server.log").read_text()[-4000:]
-
-    deadline = time.monotonic() + SERVER_START_S
-    while True:
-        if server.poll() is not None:
-            pytest.fail(f"JupyterLab exited with {server.returncode}:\n{server_log()}")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
         try:
-            if lab.request("/api/status") == 200:
-                break
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        if time.monotonic() > deadline:
-            server.kill()
-            pytest.fail(f"JupyterLab did not answer within {SERVER_START_S} s:\n{server_log()}")
-        time.sleep(0.3)
-    try:
-        yield lab
-    finally:
-        try:  # the server's own shutdown stops its kernels too
-            lab.request("/api/shutdown", method="POST")
-            server.wait(timeout=20)
-        except (urllib.error.URLError, ConnectionError, TimeoutError, subprocess.TimeoutExpired):
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        log.close()
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(CELL_LIMIT_MS)
+            yield page
+        finally:
+            context.close()
 
 
-def _cells_to_run(notebook: nbformat.NotebookNode) -> list[int]:
-    """Indexes of the code cells from the top through the first one that prints."""
-    code = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
-    for position, index in enumerate(code):
-        if "print(" in notebook.cells[index].source:
-            return code[: position + 1]
-    pytest.fail(f"{LESSON} has no code cell that prints; pick another lesson for this test")
+def _keep(screenshot: Path) -> None:
+    if os.environ.get("LESSON_SCREENSHOT_DIR"):
+        keep = Path(os.environ["LESSON_SCREENSHOT_DIR"])
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(screenshot, keep / screenshot.name)
 
 
-def _expected_text(notebook: nbformat.NotebookNode, cells: list[int]) -> str:
-    """What the last of ``cells`` prints when the same cells run without a browser."""
+def _code_cells(notebook: nbformat.NotebookNode) -> list[int]:
+    """Indexes of the first CELLS_RUN code cells."""
+    return [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"][:CELLS_RUN]
+
+
+def _expected_texts(notebook: nbformat.NotebookNode, cells: list[int]) -> list[str]:
+    """What each of ``cells`` prints when the same cells run without a browser."""
     head = nbformat.v4.new_notebook(metadata=notebook.metadata)
     head.cells = [notebook.cells[i] for i in cells]
     client = NotebookClient(
@@ -182,7 +111,7 @@ def _expected_text(notebook: nbformat.NotebookNode, cells: list[int]) -> str:
     )
     env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
     executed = client.execute(env=env)
-    return "".join(o.get("text", "") for o in executed.cells[-1].outputs if "text" in o)
+    return ["".join(o.get("text", "") for o in cell.outputs) for cell in executed.cells]
 
 
 def _normalized(text: str) -> str:
@@ -198,66 +127,72 @@ def _run_cell(cell) -> None:
     cell.page.keyboard.press("Shift+Enter")
 
 
-def test_a_lesson_cell_runs_in_jupyterlab(lab: Lab, tmp_path: Path):
-    """Does JupyterLab open the lesson, run its cells on Shift+Enter and show the output?"""
-    from playwright.sync_api import expect, sync_playwright
+def test_the_file_browser_lists_each_lesson_once(lab: Lab, browser_page, tmp_path: Path):
+    """Does the file browser show each lesson once, as its notebook, and no nbgrader menu?"""
+    page = browser_page
+    page.goto(f"{lab.url}/lab/tree/lessons?reset&token={lab.token}")
+    items = page.locator(".jp-DirListing-content .jp-DirListing-itemText")
+    items.first.wait_for()
+    page.locator('.jp-DirListing-itemText:has-text("01-tensors-and-bytes")').first.wait_for()
+    shown = [text.strip() for text in items.all_inner_texts()]
+    menus = [text.strip() for text in page.locator(".lm-MenuBar-itemLabel").all_inner_texts()]
+    screenshot = tmp_path / "jupyterlab-lessons-folder.png"
+    page.screenshot(path=str(screenshot))
+    _keep(screenshot)
+    for key in manifest_module.load().lessons:
+        entries = [name for name in shown if name.rsplit(".", 1)[0] == key]
+        assert entries == [f"{key}.ipynb"], f"the file browser shows lesson {key} as {entries}"
+    assert "File" in menus, f"no menu bar read: {menus}"
+    assert not [menu for menu in menus if "nbgrader" in menu.lower()], menus
 
-    notebook = nbformat.read(lab.root / "lessons" / LESSON, as_version=4)
-    cells = _cells_to_run(notebook)
-    expected = _expected_text(notebook, cells)
-    assert expected.strip(), f"cell {cells[-1]} of {LESSON} printed nothing under nbclient"
 
-    screenshot = tmp_path / f"jupyterlab-{Path(LESSON).stem}.png"
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            viewport={"width": 1400, "height": 1000},
+@pytest.mark.parametrize("lesson", LESSONS, ids=[Path(name).stem for name in LESSONS])
+def test_a_lessons_first_cells_run_in_jupyterlab(lab: Lab, browser_page, lesson, tmp_path: Path):
+    """Does JupyterLab open the lesson, run its first cells on Shift+Enter and show the output?"""
+    from playwright.sync_api import expect
+
+    notebook = nbformat.read(lab.root / "lessons" / lesson, as_version=4)
+    cells = _code_cells(notebook)
+    expected = _expected_texts(notebook, cells)
+    assert any(text.strip() for text in expected), f"{lesson}'s first cells print nothing"
+
+    page = browser_page
+    screenshot = tmp_path / f"jupyterlab-{Path(lesson).stem}.png"
+    page.goto(f"{lab.url}/lab/tree/lessons/{lesson}?reset&token={lab.token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first
+    idle.wait_for()  # the kernel has started and answers
+
+    all_cells = page.locator(".jp-Notebook .jp-Cell")
+    shown = []
+    for count, index in enumerate(cells, start=1):
+        cell = all_cells.nth(index)
+        prompt = cell.locator(".jp-InputPrompt")
+        cell.scroll_into_view_if_needed()
+        for _ in range(3):
+            _run_cell(cell)
+            # The prompt turns from [ ] through [*] to [count] when the kernel has replied. A
+            # Shift+Enter sent before the editor took the focus runs nothing and leaves it at
+            # [ ]: the kernel is idle, so a cell that runs shows [*] at once, and sending it
+            # again is safe.
+            try:
+                expect(prompt).not_to_have_text(re.compile(r"^\[ \]"), timeout=5_000)
+                break
+            except AssertionError:
+                continue
+        expect(prompt).to_contain_text(f"[{count}]", timeout=CELL_LIMIT_MS)
+        idle.wait_for()
+        if expected[count - 1].strip():
+            cell.locator(".jp-OutputArea-output").first.wait_for()
+        shown.append(cell.locator(".jp-OutputArea").inner_text())
+    all_cells.nth(cells[-1]).scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshot))
+    _keep(screenshot)
+
+    for index, text, printed in zip(cells, shown, expected, strict=True):
+        assert "Traceback" not in text, f"cell {index} of {lesson} failed:\n{text}"
+        assert _normalized(printed) in _normalized(text), (
+            f"JupyterLab shows cell {index} of {lesson} as\n{text}\nbut the kernel printed\n"
+            f"{printed}"
         )
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            page.set_default_timeout(CELL_LIMIT_MS)
-            page.goto(f"{lab.url}/lab/tree/lessons/{LESSON}?reset&token={lab.token}")
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-            idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first
-            idle.wait_for()  # the kernel has started and answers
-
-            all_cells = page.locator(".jp-Notebook .jp-Cell")
-            for count, index in enumerate(cells, start=1):
-                cell = all_cells.nth(index)
-                prompt = cell.locator(".jp-InputPrompt")
-                cell.scroll_into_view_if_needed()
-                for _ in range(3):
-                    _run_cell(cell)
-                    # The prompt turns from [ ] through [*] to [count] when the kernel has
-                    # replied. A Shift+Enter sent before the editor took the focus runs
-                    # nothing and leaves it at [ ]: the kernel is idle, so a cell that runs
-                    # shows [*] at once, and sending it again is safe.
-                    try:
-                        expect(prompt).not_to_have_text(re.compile(r"^\[ \]"), timeout=5_000)
-                        break
-                    except AssertionError:
-                        continue
-                expect(prompt).to_contain_text(f"[{count}]", timeout=CELL_LIMIT_MS)
-                idle.wait_for()
-
-            last = all_cells.nth(cells[-1])
-            output = last.locator(".jp-OutputArea-output").first
-            output.wait_for()
-            shown = last.locator(".jp-OutputArea").inner_text()
-            last.scroll_into_view_if_needed()
-            page.screenshot(path=str(screenshot))
-        finally:
-            context.close()
-
-    if os.environ.get("LESSON_SCREENSHOT_DIR"):
-        keep = Path(os.environ["LESSON_SCREENSHOT_DIR"])
-        keep.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(screenshot, keep / screenshot.name)
-    assert "Traceback" not in shown, f"the cell failed:\n{shown}"
-    assert _normalized(expected) in _normalized(shown), (
-        f"JupyterLab shows\n{shown}\nbut the kernel printed\n{expected}"
-    )
     assert screenshot.stat().st_size > 10_000, "the screenshot looks empty"
