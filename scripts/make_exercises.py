@@ -19,17 +19,29 @@ is gone is deleted only while unedited.
 date`` (the reference changed; you have not edited the copy: rerun the script), ``yours`` (you
 edited it; the reference has not changed since: nothing to do), ``both changed`` (you edited it
 and the reference changed: merge, ``--diff PATH`` shows what), ``left over`` (its reference is
-gone), ``unrecorded`` / ``not recorded`` (the record lacks the file).
+gone, or the course no longer copies it), ``unrecorded`` / ``not recorded`` (the record lacks
+the file), and one line an import ``moved`` (below).
 
 Exit status: 0 nothing to do (edited files are yours and fine); 1 (``--check``) rerunning the
 script would bring every file listed up to date; 2 an error, with nothing changed (markers
 that do not pair up, a damaged record, a PATH the script does not make); 3 a file you edited
-waits to be merged with a newer copy.
+waits for you: to be merged with a newer copy, or to import a helper from where it moved.
 
-Every file under ``reference/`` gets a copy under ``exercises/`` at the same relative path.
-A Python file's solution regions are replaced; everything else, ``__init__.py`` included, is
-copied as it is (so ``exercises/__init__.py`` selects the Triton backend like the reference's).
-Each Python copy starts with a header comment saying where it came from.
+``exercises/`` holds what you write and nothing else. A Python file under ``reference/`` with a
+solution region gets a copy at the same relative path, its regions replaced; so does every
+``__init__.py``, as it is (``exercises/__init__.py`` selects the Triton backend like the
+reference's). The other files are the course's helpers (the row plans, the launcher, the Hopper
+GEMM's Gluon kernels: ``reference/kernels/row_plan.py``, ``launch.py``, ``pingpong.py``,
+``cooperative.py``), which no exercise asks you to change: they are not copied, and a copy's
+relative import of one is made an import from the reference (``from .row_plan import RowPlan``
+becomes ``from reference.kernels.row_plan import RowPlan``). Each copy starts with a header
+comment saying where it came from.
+
+Helpers were once copied too. A helper's old copy that you never edited is removed by a run
+(``left over``); one you edited is kept where it is, no longer recorded, and said so
+(``yours``). A file of yours that still imports a helper the old way (``from .row_plan import
+...``) while that copy is gone or about to go is named with its line and the import to write
+instead (``moved``); the script never changes it.
 
 A solution region is marked by two lines of their own, indented like the code::
 
@@ -245,32 +257,192 @@ class UsageError(ValueError):
 
 
 def plan(root: Path = ROOT) -> dict[str, Copy]:
-    """Every file ``exercises/`` should hold, by path relative to ``root``."""
-    reference = root / "reference"
+    """Every file ``exercises/`` should hold, by path relative to ``root``: a copy of each
+    reference file with solution regions, and of each package ``__init__.py``."""
     copies: dict[str, Copy] = {}
-    for source in sorted(reference.rglob("*")):
-        relative = source.relative_to(reference)
-        if not source.is_file() or any(part in SKIPPED_PARTS for part in relative.parts):
-            continue
-        if source.suffix in (".pyc", ".pyo"):
+    found = _reference_files(root)
+    helpers = _helper_modules(found)
+    for relative, raw in found.items():
+        if relative.suffix != ".py" or _module_path(relative) in helpers:
             continue
         target = f"exercises/{relative.as_posix()}"
         shown = f"reference/{relative.as_posix()}"
         if target == RECORD:
             raise MarkerError(f"{shown}: this name is the script's own record; rename the file")
-        raw = source.read_bytes()
-        if source.suffix == ".py":
-            stripped = strip_solutions(raw.decode("utf-8"), path=shown, exercise_path=target)
-            content = (header(shown) + stripped).encode("utf-8")
-        else:
-            content = raw
-        copies[target] = Copy(target, shown, content, _sha(raw))
+        stripped = strip_solutions(raw.decode("utf-8"), path=shown, exercise_path=target)
+        pointed = point_helper_imports(stripped, path=shown, helpers=helpers)
+        copies[target] = Copy(target, shown, (header(shown) + pointed).encode("utf-8"), _sha(raw))
     return copies
 
 
 def render(root: Path = ROOT) -> dict[str, bytes]:
     """Every file ``exercises/`` should hold, by path relative to ``root``, with its content."""
     return {path: copy.content for path, copy in plan(root).items()}
+
+
+def solved(path: str, root: Path = ROOT) -> bytes:
+    """The copy made for ``path`` (``exercises/kernels/add.py``) with its solutions left in:
+    the file a learner has once every TODO is done. The tests grade it; the script never
+    writes it."""
+    relative = PurePosixPath(path).relative_to("exercises")
+    source = f"reference/{relative.as_posix()}"
+    helpers = _helper_modules(_reference_files(root))
+    text = (root / source).read_text(encoding="utf-8")
+    return (header(source) + point_helper_imports(text, path=source, helpers=helpers)).encode()
+
+
+def helpers(root: Path = ROOT) -> dict[str, str]:
+    """The course's helpers, of which no copy is made: the path under ``exercises/`` where
+    each one's copy used to be -> the module the copies import instead."""
+    return {
+        f"exercises/{module}.py": dotted
+        for module, dotted in _helper_modules(_reference_files(root)).items()
+    }
+
+
+def _reference_files(root: Path) -> dict[PurePosixPath, bytes]:
+    reference = root / "reference"
+    found = {}
+    for source in sorted(reference.rglob("*")):
+        relative = PurePosixPath(source.relative_to(reference).as_posix())
+        if not source.is_file() or any(part in SKIPPED_PARTS for part in relative.parts):
+            continue
+        if source.suffix in (".pyc", ".pyo"):
+            continue
+        found[relative] = source.read_bytes()
+    return found
+
+
+def _module_path(relative: PurePosixPath) -> str:
+    """``kernels/row_plan.py`` -> ``kernels/row_plan``: a module's path inside its package."""
+    return relative.with_suffix("").as_posix()
+
+
+def _helper_modules(found: dict[PurePosixPath, bytes]) -> dict[str, str]:
+    """The reference's Python files without a solution region, ``__init__.py`` aside, by
+    module path (``kernels/row_plan``) -> the module they are (``reference.kernels.row_plan``)."""
+    modules = {}
+    for relative, raw in found.items():
+        if relative.suffix != ".py" or relative.name == "__init__.py":
+            continue
+        lines = raw.decode("utf-8").splitlines(keepends=True)
+        if not list(_regions(lines, f"reference/{relative.as_posix()}")):
+            modules[_module_path(relative)] = ".".join((REFERENCE, *relative.with_suffix("").parts))
+    return modules
+
+
+# --------------------------------------------------------------------------- helper imports
+
+REFERENCE = "reference"  # the package the copies import the helpers from
+LEARNER = "exercises"  # the package of the copies
+# ruff sorts the course's own packages into one block of imports: a helper import, once it
+# names reference.*, joins the block of learning.* imports above it (the blank line goes).
+COURSE_PACKAGES = ("learning", REFERENCE)
+
+
+@dataclass(frozen=True)
+class HelperImport:
+    """A ``from ... import`` that reads a helper: where, as written, and what to write."""
+
+    line: int
+    col: int
+    level: int  # the leading dots; 0 for an absolute import (``from exercises.kernels...``)
+    module: str | None  # as written after the dots
+    instead: str  # the module to name: ``reference.kernels.row_plan``
+    reads: tuple[str, ...]  # the helpers' module paths: ``kernels/row_plan``
+    names: tuple[str, ...]  # what it imports
+
+    def shown(self, instead: bool = False) -> str:
+        """The import as written, or as it should be: ``from .row_plan import ...``."""
+        module = self.instead if instead else f"{'.' * self.level}{self.module or ''}"
+        names = ", ".join(self.names) if self.module is None else "..."
+        return f"from {module} import {names}"
+
+
+def helper_imports(tree: ast.AST, relative: PurePosixPath, helpers: dict[str, str],
+                   package: str | None = None) -> list[HelperImport]:
+    """Each ``from ... import`` in ``tree`` (the file at ``relative`` inside its package) that
+    reads a helper, in the order of the file: the relative ones, and with ``package`` those
+    that name it (``from exercises.kernels.row_plan import ...``)."""
+    here = list(relative.parent.parts)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        written = node.module.split(".") if node.module else []
+        if node.level == 0:
+            if package is None or written[:1] != [package]:
+                continue
+            parts = written[1:]
+        elif node.level - 1 <= len(here):
+            parts = here[: len(here) - (node.level - 1)] + written
+        else:
+            continue
+        target = "/".join(parts)
+        names = [alias.name for alias in node.names]
+        submodules = tuple("/".join([*parts, name]) for name in names)
+        if target in helpers:
+            instead, reads = helpers[target], (target,)
+        elif names and all(module in helpers for module in submodules):
+            instead, reads = ".".join((REFERENCE, *parts)), submodules  # from . import cooperative
+        else:
+            continue
+        found.append(HelperImport(node.lineno, node.col_offset, node.level, node.module, instead,
+                                  reads, tuple(names)))
+    return sorted(found, key=lambda found_import: (found_import.line, found_import.col))
+
+
+def point_helper_imports(source: str, *, path: str, helpers: dict[str, str]) -> str:
+    """``source`` (the reference file at ``path``) with each relative import of a helper made
+    an import from the reference (``from .row_plan import X`` becomes ``from
+    reference.kernels.row_plan import X``)."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as error:
+        raise MarkerError(f"{path}:{error.lineno}: does not parse: {error.msg}") from None
+    relative = PurePosixPath(path).relative_to(REFERENCE)
+    found = helper_imports(tree, relative, helpers)
+    if not found:
+        return source
+    lines = source.splitlines(keepends=True)
+    for helper in found:
+        line = lines[helper.line - 1]
+        dots = r"\.\s*" * helper.level
+        module = r"\s*\.\s*".join(map(re.escape, (helper.module or "").split(".")))
+        pattern = re.compile(r"from\s+" + dots + (module if helper.module else "") + r"(?=\s)")
+        match = pattern.match(line, helper.col)
+        if match is None:
+            raise MarkerError(f"{path}:{helper.line}: write this import on one line, `from` "
+                              "and its module together, so the copy can point it at the "
+                              "reference")
+        lines[helper.line - 1] = line[: match.start()] + f"from {helper.instead}" + line[
+            match.end():]
+        if len(lines[helper.line - 1].rstrip("\n")) > LINE_LENGTH:
+            raise MarkerError(f"{path}:{helper.line}: the copy's import of {helper.instead} "
+                              f"would pass {LINE_LENGTH} characters; wrap its names in "
+                              "parentheses in the reference")
+    dropped = _blank_lines_before_course_imports(tree, {h.line for h in found}, lines)
+    return "".join(line for index, line in enumerate(lines) if index not in dropped)
+
+
+def _blank_lines_before_course_imports(tree: ast.Module, rewritten: set[int],
+                                       lines: list[str]) -> set[int]:
+    """The blank lines between a block of the course's own imports and a helper import made
+    absolute right below it (0-based indices)."""
+    dropped: set[int] = set()
+    for before, statement in zip(tree.body, tree.body[1:], strict=False):
+        if statement.lineno not in rewritten or not isinstance(before, ast.Import | ast.ImportFrom):
+            continue
+        named = [a.name for a in before.names] if isinstance(before, ast.Import) else [
+            before.module or ""]
+        if getattr(before, "level", 0) or not all(
+            name.split(".")[0] in COURSE_PACKAGES for name in named
+        ):
+            continue
+        gap = range(before.end_lineno or before.lineno, statement.lineno - 1)
+        if all(not lines[index].strip() for index in gap):
+            dropped.update(gap)
+    return dropped
 
 
 # --------------------------------------------------------------------------- the record
@@ -342,11 +514,12 @@ CURRENT = "current"  # the copy as the script makes it now, recorded
 UNRECORDED = "unrecorded"  # the copy as the script makes it now, but the record disagrees
 MISSING = "missing"
 OUT_OF_DATE = "out of date"  # unedited, and the script now makes something else
-LEFT_OVER = "left over"  # unedited, and its reference file is gone
+LEFT_OVER = "left over"  # unedited, and its reference file is gone or no longer copied
 GONE = "gone"  # the record lists a file that is gone with its reference
 YOURS = "yours"  # edited, and what the script makes has not changed since
 BOTH_CHANGED = "both changed"  # edited, and what the script makes has changed since
 UNKNOWN = "not recorded"  # differs from the copy, and the record has no entry for it
+MOVED = "moved"  # a learner's file imports a helper from exercises/, where it is no more
 
 RERUN = (UNRECORDED, MISSING, OUT_OF_DATE, LEFT_OVER, GONE)  # the script fixes these itself
 MERGE = (BOTH_CHANGED, UNKNOWN)  # these wait for the learner
@@ -363,12 +536,18 @@ class State:
 
 
 def states(root: Path = ROOT, only: set[str] | None = None) -> list[State]:
-    """The state of every file the script makes or has recorded (or of those in ``only``)."""
-    copies, record = plan(root), load_record(root)
+    """The state of every file the script makes or has recorded, and of every helper's old
+    copy still on disk (or of those in ``only``)."""
+    copies, record, moved = plan(root), load_record(root), helpers(root)
+    listed = set(copies) | set(record) | {path for path in moved if (root / path).is_file()}
     found = []
-    for path in sorted(set(copies) | set(record)):
+    for path in sorted(listed):
         if only is None or path in only:
-            found.append(_state(path, copies.get(path), record.get(path), _read(root / path)))
+            on_disk, entry = _read(root / path), record.get(path)
+            if path in moved:
+                found.append(_helper_state(root, path, moved[path], entry, on_disk))
+            else:
+                found.append(_state(path, copies.get(path), entry, on_disk))
     return found
 
 
@@ -405,6 +584,63 @@ def _state(path: str, copy: Copy | None, entry: Entry | None, on_disk: bytes | N
     return state(BOTH_CHANGED, f"you edited it, and {changed}")
 
 
+def _helper_state(root: Path, path: str, module: str, entry: Entry | None,
+                  on_disk: bytes | None) -> State:
+    """A helper's copy, which the script made once and makes no more: gone, left over (as the
+    script wrote it: removed by a run) or yours (edited: kept, and no longer recorded)."""
+    def state(kind: str, detail: str) -> State:
+        return State(path, kind, detail, None, entry, on_disk)
+
+    moved = f"the course no longer copies its helper {module}: exercises import it from there"
+    if on_disk is None:
+        return state(GONE, f"{moved}; forget it")
+    if _unedited_helper(root, path, entry, on_disk):
+        return state(LEFT_OVER, f"{moved}, and you have not edited this copy")
+    return state(YOURS, f"you edited it; {moved}, so only an import of yours still reads it")
+
+
+def _unedited_helper(root: Path, path: str, entry: Entry | None, on_disk: bytes | None) -> bool:
+    """Is the helper's copy at ``path`` missing, or as the script once wrote it: the recorded
+    sha256, or the reference file as it is under the copy's header?"""
+    if on_disk is None:
+        return True
+    source = path.replace(f"{LEARNER}/", f"{REFERENCE}/", 1)
+    old_copy = header(source).encode("utf-8") + (_read(root / source) or b"")
+    return on_disk == old_copy or (entry is not None and _sha(on_disk) == entry.sha256)
+
+
+def moved_imports(root: Path = ROOT, only: set[str] | None = None) -> list[str]:
+    """One line for each import, in a Python file under ``exercises/`` (or in ``only``), that
+    reads a helper from ``exercises/`` while the helper's copy there is gone or as the script
+    wrote it (a run removes it): where it is, and the import to write instead."""
+    moved, record = helpers(root), load_record(root)
+    going = {path for path in moved
+             if _unedited_helper(root, path, record.get(path), _read(root / path))}
+    modules = _helper_modules(_reference_files(root))
+    ours = {s.path for s in states(root) if s.kind in (CURRENT, UNRECORDED, OUT_OF_DATE)}
+    lines = []
+    for file in sorted((root / LEARNER).rglob("*.py")):
+        relative = file.relative_to(root / LEARNER)
+        path = f"{LEARNER}/{relative.as_posix()}"
+        if any(part in SKIPPED_PARTS for part in relative.parts) or path in {*moved, *ours}:
+            continue  # a helper's copy, or a copy the script (re)writes
+        if only is not None and path not in only:
+            continue
+        try:
+            tree = ast.parse(file.read_bytes(), filename=path)
+        except (SyntaxError, ValueError):
+            continue  # the checker says what is wrong with it; no import of it can run
+        for found in helper_imports(tree, PurePosixPath(relative.as_posix()), modules, LEARNER):
+            if not any(f"{LEARNER}/{module}.py" in going for module in found.reads):
+                continue
+            lines.append(
+                f"{MOVED}: {path}:{found.line}: `{found.shown()}` reads a helper the course no "
+                f"longer copies into {LEARNER}/; write `{found.shown(instead=True)}` there "
+                "instead (the script does not change your file)"
+            )
+    return lines
+
+
 # --------------------------------------------------------------------------- what to do
 
 SCRIPT = "python scripts/make_exercises.py"
@@ -413,9 +649,11 @@ SCRIPT = "python scripts/make_exercises.py"
 def check(root: Path, only: set[str] | None) -> int:
     """Print what is out of date, one line a file, and how to fix it; change nothing."""
     found = states(root, only)
+    moved = moved_imports(root, only)
     listed = [s for s in found if s.kind != CURRENT]
     for s in listed:
         print(f"{s.kind}: {s.path} ({s.detail})")
+    print(*moved, sep="\n", end="\n" if moved else "")
     rerun = [s for s in listed if s.kind in RERUN]
     merge = [s for s in listed if s.kind in MERGE]
     yours = [s for s in listed if s.kind == YOURS and s.copy is not None]
@@ -428,7 +666,7 @@ def check(root: Path, only: set[str] | None) -> int:
     if yours:
         print(f"your edited files are fine as they are; `{SCRIPT} --diff PATH` shows one "
               "against the copy the script makes now")
-    if merge:
+    if merge or moved:
         return EXIT_MERGE
     if rerun:
         return EXIT_RERUN
@@ -458,10 +696,10 @@ def write(root: Path, only: set[str] | None, force: bool, now: datetime | None =
                 record[s.path] = _entry(s.copy)
             elif s.kind == LEFT_OVER:
                 target.unlink()
-                del record[s.path]
+                record.pop(s.path, None)
                 print(f"removed {s.path} ({s.detail})")
             elif s.kind == GONE or (s.kind == YOURS and s.copy is None):
-                del record[s.path]
+                record.pop(s.path, None)
                 if s.on_disk is not None:
                     print(f"kept {s.path}: {s.detail}; it is yours and no longer recorded")
             elif s.kind == YOURS:
@@ -474,9 +712,11 @@ def write(root: Path, only: set[str] | None, force: bool, now: datetime | None =
         if record != before or not (root / RECORD).exists():
             _write(root / RECORD, record_text(record).encode("utf-8"))
             print(f"updated {RECORD}, the record of what the script wrote")
-    if all(s.kind == CURRENT for s in found):
+    moved = moved_imports(root, only)
+    print(*moved, sep="\n", end="\n" if moved else "")
+    if all(s.kind == CURRENT for s in found) and not moved:
         print("exercises/ is up to date")
-    return EXIT_MERGE if waiting else EXIT_OK
+    return EXIT_MERGE if waiting or moved else EXIT_OK
 
 
 def _backup(target: Path, content: bytes | None, now: datetime) -> Path:
@@ -513,7 +753,7 @@ def _targets(root: Path, texts: list[str]) -> set[str] | None:
     """The PATHs given, relative to ``root``; each must be a file the script makes or records."""
     if not texts:
         return None
-    known = set(plan(root)) | set(load_record(root))
+    known = set(plan(root)) | set(load_record(root)) | set(helpers(root))
     chosen = set()
     for text in texts:
         given = Path(text)
@@ -535,6 +775,10 @@ def _targets(root: Path, texts: list[str]) -> set[str] | None:
 def _show(root: Path, text: str, diff: bool) -> int:
     (path,) = _targets(root, [text]) or ()
     copy = plan(root).get(path)
+    moved = helpers(root).get(path)
+    if moved is not None:
+        raise UsageError(f"{text}: the course no longer copies this helper; exercises import "
+                         f"it from {moved}")
     if copy is None:
         raise UsageError(f"{text}: its reference file is gone; the script makes no copy of it")
     if not diff:
@@ -563,7 +807,8 @@ def main(argv: list[str] | None = None, root: Path = ROOT, now: datetime | None 
         epilog="exit status: 0 nothing left to do (files you edited are yours and fine); "
         "1 (--check) some copies are out of date and rerunning the script brings them up to "
         "date; 2 an error (nothing changed); 3 a file you edited needs merging with a newer "
-        "copy (--diff PATH shows how, --force PATH takes the copy and keeps yours as a backup)",
+        "copy (--diff PATH shows how, --force PATH takes the copy and keeps yours as a backup), "
+        "or imports a helper from exercises/ that the course now keeps in reference/ only",
     )
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="only these files (default: all of exercises/)"

@@ -47,7 +47,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .row_plan import check_device, check_dtype
+from reference.kernels.row_plan import check_device, check_dtype
 
 BLOCK_BYTES = 16 * 1024  # bytes of each operand one program handles (large tensors)
 FP32_BLOCK_BYTES = 4 * 1024  # fp32's large block: one 16-byte vector a thread of 8 warps

@@ -105,8 +105,7 @@ import triton.language as tl
 import triton.testing
 
 from learning.runtime import default_device, interpreting
-
-from . import cooperative
+from reference.kernels import cooperative
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_ELEMENTS = 2**31  # tile offsets are int32

@@ -44,7 +44,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .row_plan import RowPlan, check_rows, choose_row_plan
+from reference.kernels.row_plan import RowPlan, check_rows, choose_row_plan
 
 
 @triton.jit(do_not_specialize=["n_rows"])

@@ -62,8 +62,7 @@ import triton
 import triton.language as tl
 
 from learning.runtime import interpreting
-
-from .row_plan import (
+from reference.kernels.row_plan import (
     RowPlan,
     check_device,
     check_dtype,

@@ -45,8 +45,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import Launcher, Replays
-from .row_plan import RowPlan, check_rows, choose_row_plan
+from reference.kernels.launch import Launcher, Replays
+from reference.kernels.row_plan import RowPlan, check_rows, choose_row_plan
 
 
 @triton.jit(do_not_specialize=["n_rows"])

@@ -17,6 +17,7 @@ import hashlib
 import json
 import shutil
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,9 @@ from learning.grade.clone import make_clone, run_bench, submit
 from learning.report import create_snapshots
 from learning.report.fingerprint import sha256_file
 from learning.report.stats import paired
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 LEARNER_KERNEL = "exercises/kernels/add.py"
 BENCH = [
@@ -57,9 +61,9 @@ def genuine(tmp_path_factory) -> dict:
     """A release, a learner's clone of it with a working add kernel, and that clone's report."""
     work = tmp_path_factory.mktemp("tampering")
     release = make_clone(work / "release")  # the course, as learners clone it
-    clone = make_clone(
-        work / "alice", release, {LEARNER_KERNEL: release / "reference" / "kernels" / "add.py"}
-    )
+    solved = work / "add.py"
+    solved.write_bytes(make_exercises.solved(LEARNER_KERNEL, release))
+    clone = make_clone(work / "alice", release, {LEARNER_KERNEL: solved})
     report = run_bench(clone, BENCH, work / "add.json")
     as_reference = [word if word != "learner" else "reference" for word in BENCH]
     reference = run_bench(clone, as_reference, work / "add-reference.json")
@@ -485,8 +489,7 @@ def test_a_reference_run_relabelled_as_the_learners_is_caught(tmp_path, genuine)
         triton = next(v for v in case["variants"] if v["name"] == "triton")
         triton.update(name="learner", kind="learner")
     files = report["fingerprint"]["files"]
-    for path in ("exercises/__init__.py", "exercises/kernels/__init__.py", LEARNER_KERNEL,
-                 "exercises/kernels/row_plan.py"):  # fmt: skip
+    for path in ("exercises/__init__.py", "exercises/kernels/__init__.py", LEARNER_KERNEL):
         files[path] = sha256_file(genuine["clone"] / path)
     alice = _grade(tmp_path, genuine, report)["alice"]
     reasons = _reasons(alice)
@@ -510,13 +513,14 @@ def test_a_dropped_engine_file_is_caught(tmp_path, genuine):
 
 
 def test_a_dropped_learner_helper_is_caught(tmp_path, genuine):
-    """The helper was edited for the run and dropped from the fingerprint; the submitted one
-    differs from the release's, and nothing else names it."""
+    """A helper module of the learner's own that the graded kernel imports, submitted but not
+    in the fingerprint: nothing of the release's names it."""
     report = copy.deepcopy(genuine["report"])
-    del report["fingerprint"]["files"]["exercises/kernels/row_plan.py"]
-    grades = _grade(tmp_path, genuine, report, edit={"exercises/kernels/row_plan.py": "\n# x\n"})
+    edit = {LEARNER_KERNEL: "from . import my_plan  # noqa: F401\n",
+            "exercises/kernels/my_plan.py": "\n# x\n"}  # fmt: skip
+    grades = _grade(tmp_path, genuine, report, edit=edit)
     assert (
-        "[fingerprint-incomplete] exercises/kernels/row_plan.py: the graded kernel imports it "
+        "[fingerprint-incomplete] exercises/kernels/my_plan.py: the graded kernel imports it "
         "(in the submitted files), but the fingerprint does not name it"
         in _reasons(grades["alice"])
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ import pytest
 from learning.grade import CSV_COLUMNS
 from learning.grade.cli import main
 from learning.grade.clone import make_clone, run_bench, submit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 REPO = Path(__file__).resolve().parents[2]
 MEASUREMENT = "exercises/measurement.py"
@@ -46,12 +50,14 @@ def graded_class(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("class")
     submissions = work / "submissions"
     release = make_clone(work / "release")  # the course, as learners clone it
+    solved = work / "add.py"
+    solved.write_bytes(make_exercises.solved("exercises/kernels/add.py", release))
     clean = make_clone(
         work / "clean",
         release,
         learner_files={
             MEASUREMENT: REPO / "reference" / "measurement.py",
-            "exercises/kernels/add.py": REPO / "reference" / "kernels" / "add.py",
+            "exercises/kernels/add.py": solved,
         },
     )
     submit(clean, submissions, "clean", [run_bench(clean, BENCH, work / "add.json")])

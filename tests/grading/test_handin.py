@@ -23,6 +23,9 @@ from learning.grade import GradeInputError, find_submissions, grade_submissions
 from learning.grade.cli import main as grade_main
 from learning.grade.clone import make_clone, run_bench
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
+
 KERNEL = "exercises/kernels/add.py"
 BENCH = ["--op", "add", "--shape", "16", "256", "--dtype", "float32", "--samples", "3",
          "--visits", "1", "--device", "cpu"]  # fmt: skip
@@ -42,7 +45,9 @@ def _handin(clone: Path, *arguments: str) -> subprocess.CompletedProcess:
 def learner(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("handin")
     release = make_clone(work / "release")
-    clone = make_clone(work / "alice", release, {KERNEL: release / "reference/kernels/add.py"})
+    solved = work / "add.py"
+    solved.write_bytes(make_exercises.solved(KERNEL, release))
+    clone = make_clone(work / "alice", release, {KERNEL: solved})
     local = clone / "results" / "local"
     local.mkdir(parents=True)
     run_bench(clone, [*BENCH, "--impl", "learner"], local / "add.json")

@@ -14,6 +14,7 @@ import copy
 import csv
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from learning.grade.cli import main as grade_main
 from learning.grade.clone import make_clone, run_bench, submit
 from learning.grade.retime import RetimeOptions, bench_arguments
 from learning.report.stats import paired
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 KERNEL = "exercises/kernels/add.py"
 BENCH = ["--op", "add", "--shape", "16", "256", "--dtype", "float32", "--samples", "3",
@@ -53,7 +57,9 @@ def _rescaled(report: dict, factor: float) -> dict:
 def graded(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("retime")
     release = make_clone(work / "release")
-    clone = make_clone(work / "clone", release, {KERNEL: release / "reference/kernels/add.py"})
+    solved = work / "add.py"
+    solved.write_bytes(make_exercises.solved(KERNEL, release))
+    clone = make_clone(work / "clone", release, {KERNEL: solved})
     genuine = json.loads(run_bench(clone, BENCH, work / "add.json").read_text())
     submissions = work / "class"
     for learner, report in (("alice", genuine), ("bob", _rescaled(genuine, 0.1))):

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -103,9 +103,8 @@ def course(tmp_path: Path) -> Path:
 
 
 def solve(course: Path, path: str = "exercises/kernels/add.py") -> bytes:
-    """Write a solved exercise (the reference's solution under the copy's header); return it."""
-    source = path.replace("exercises/", "reference/", 1)
-    solved = (make_exercises.header(source) + (course / source).read_text() + SOLVED_MARK).encode()
+    """Write a solved exercise (the copy with the reference's solutions left in); return it."""
+    solved = make_exercises.solved(path, root=course) + SOLVED_MARK.encode()
     (course / path).write_bytes(solved)
     return solved
 
@@ -306,20 +305,20 @@ def test_force_backs_up_to_a_new_dated_name_then_writes(course, capsys):
 
 def test_a_copy_whose_reference_is_gone(course, capsys):
     """Unedited: --check exits 1, a run removes it. Edited: kept, and no longer recorded."""
-    edited = solve(course, "exercises/kernels/row_plan.py")
-    (course / "reference/kernels/pingpong.py").unlink()
-    (course / "reference/kernels/row_plan.py").unlink()
+    edited = solve(course, "exercises/kernels/reductions.py")
+    (course / "reference/kernels/add.py").unlink()
+    (course / "reference/kernels/reductions.py").unlink()
     rc, out = call(course, capsys, "--check")
     assert rc == make_exercises.EXIT_RERUN
-    assert "left over: exercises/kernels/pingpong.py" in out
-    assert "yours: exercises/kernels/row_plan.py" in out
+    assert "left over: exercises/kernels/add.py" in out
+    assert "yours: exercises/kernels/reductions.py" in out
     rc, out = call(course, capsys)
     assert rc == 0
-    assert "removed exercises/kernels/pingpong.py" in out
-    assert "kept exercises/kernels/row_plan.py" in out
-    assert not (course / "exercises/kernels/pingpong.py").exists()
-    assert (course / "exercises/kernels/row_plan.py").read_bytes() == edited
-    assert "exercises/kernels/row_plan.py" not in make_exercises.load_record(course)
+    assert "removed exercises/kernels/add.py" in out
+    assert "kept exercises/kernels/reductions.py" in out
+    assert not (course / "exercises/kernels/add.py").exists()
+    assert (course / "exercises/kernels/reductions.py").read_bytes() == edited
+    assert "exercises/kernels/reductions.py" not in make_exercises.load_record(course)
     assert make_exercises.main(["--check"], root=course) == 0
 
 
@@ -401,6 +400,173 @@ def test_the_exit_codes_are_documented():
     for code in (0, 1, 2, 3):
         assert f"{code} " in text.split("exit status:")[1]
         assert f"{code} " in " ".join(make_exercises.__doc__.split()).split("Exit status:")[1]
+
+
+# --------------------------------------------------------------------------- the helpers
+
+HELPERS = {"exercises/kernels/row_plan.py": "reference.kernels.row_plan",
+           "exercises/kernels/launch.py": "reference.kernels.launch",
+           "exercises/kernels/pingpong.py": "reference.kernels.pingpong",
+           "exercises/kernels/cooperative.py": "reference.kernels.cooperative"}  # fmt: skip
+
+
+def test_exercises_hold_only_what_a_learner_edits():
+    """Does the script make exactly the manifest's editable files, each with a TODO, and the
+    packages' __init__.py, and no copy of a helper (in the record or on disk)?"""
+    made = make_exercises.render()
+    editable = {path for e in MANIFEST.exercises.values() for path in e.editable}
+    inits = {path for path in made if path.endswith("/__init__.py")}
+    assert set(made) - inits == editable
+    assert all(b"# TODO: " in made[path] for path in editable)
+    assert make_exercises.helpers() == HELPERS
+    assert not set(HELPERS) & (set(made) | set(make_exercises.load_record()))
+    assert not any((ROOT / path).exists() for path in HELPERS)
+
+
+def test_a_copy_imports_the_helpers_from_the_reference():
+    """Does every copy name reference.kernels.* for a helper, never a module of exercises/ that
+    is not there, with the imports sorted as ruff sorts them?"""
+    modules = {path.removeprefix("exercises/").removesuffix(".py"): dotted
+               for path, dotted in HELPERS.items()}  # fmt: skip
+    made = {path: content.decode() for path, content in make_exercises.render().items()}
+    for path, text in made.items():
+        relative = PurePosixPath(path).relative_to("exercises")
+        found = make_exercises.helper_imports(ast.parse(text), relative, modules, "exercises")
+        assert found == [], f"{path} imports a helper from exercises/: {found}"
+    assert "\nfrom reference.kernels.launch import Launcher, Replays\nfrom reference.kernels." \
+           "row_plan import RowPlan, check_rows, choose_row_plan\n" in made[
+               "exercises/kernels/softmax.py"]
+    assert "\nfrom learning.runtime import default_device, interpreting\nfrom reference.kernels " \
+           "import cooperative\n\n" in made["exercises/kernels/matmul.py"]
+    assert "from learning.runtime import interpreting\nfrom reference.kernels.row_plan import (\n" \
+           in made["exercises/kernels/rmsnorm.py"]
+
+
+def test_relative_imports_of_helpers_are_pointed_at_the_reference(tmp_path: Path):
+    """In a course of one exercise and one helper: are the helper's imports rewritten (a module,
+    a name of the package, after a block of the course's own imports), and the others kept?"""
+    kernels = tmp_path / "reference" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "__init__.py").write_text("")
+    (kernels / "plan.py").write_text("WIDTH = 4\n")
+    (kernels / "task.py").write_text(textwrap.dedent("""\
+        import math
+
+        from learning.runtime import interpreting
+
+        from . import plan
+        from .plan import WIDTH
+        from .other import thing
+
+
+        def width():
+            ### BEGIN SOLUTION
+            return WIDTH
+            ### END SOLUTION
+    """))
+    (kernels / "other.py").write_text("thing = 1\n### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n")
+    made = make_exercises.render(tmp_path)
+    assert set(made) == {"exercises/kernels/__init__.py", "exercises/kernels/task.py",
+                         "exercises/kernels/other.py"}  # fmt: skip
+    assert made["exercises/kernels/task.py"].decode().split("\n", 4)[4].startswith(
+        "import math\n\nfrom learning.runtime import interpreting\nfrom reference.kernels import "
+        "plan\nfrom reference.kernels.plan import WIDTH\nfrom .other import thing\n\n")
+    assert make_exercises.solved("exercises/kernels/task.py", tmp_path).endswith(
+        b"    ### BEGIN SOLUTION\n    return WIDTH\n    ### END SOLUTION\n")
+
+
+def test_a_helper_import_too_long_for_the_copy_is_an_error(tmp_path: Path):
+    """Is an import that would pass the line length once it names the reference refused, with
+    the file, the line and what to do?"""
+    kernels = tmp_path / "reference" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "plan.py").write_text("")
+    names = ", ".join(f"name_{i}" for i in range(12))
+    (kernels / "task.py").write_text(f"from .plan import {names}\n### BEGIN SOLUTION\n"
+                                     "### END SOLUTION\n")
+    with pytest.raises(make_exercises.MarkerError, match="task.py:1: .*wrap its names"):
+        make_exercises.render(tmp_path)
+
+
+def before_the_move(course: Path) -> dict[str, bytes]:
+    """exercises/ as a learner had it while the helpers were copied: each helper's copy as the
+    script wrote it then (the reference under the header), recorded; softmax solved then (its
+    helpers imported relatively), launch.py edited. Returns the learner's two files."""
+    record = make_exercises.load_record(course)
+    old_copies = {}
+    for path in HELPERS:
+        source = path.replace("exercises/", "reference/", 1)
+        raw = (course / source).read_bytes()
+        old_copies[path] = make_exercises.header(source).encode() + raw
+        (course / path).write_bytes(old_copies[path])
+        record[path] = make_exercises.Entry(make_exercises._sha(old_copies[path]), source,
+                                            make_exercises._sha(raw))  # fmt: skip
+    (course / make_exercises.RECORD).write_text(make_exercises.record_text(record))
+    source = "reference/kernels/softmax.py"
+    yours = {
+        "exercises/kernels/softmax.py": (make_exercises.header(source) + (course / source)
+                                         .read_text() + SOLVED_MARK).encode(),
+        "exercises/kernels/launch.py": old_copies["exercises/kernels/launch.py"] + b"# mine\n",
+    }  # fmt: skip
+    for path, content in yours.items():
+        (course / path).write_bytes(content)
+    return yours
+
+
+@pytest.mark.parametrize("command", ["script", "script --check", "make exercises"])
+def test_a_file_solved_before_the_helpers_moved_survives(course, command):
+    """A solved softmax that imports .launch and .row_plan from exercises/, an edited launch.py:
+    after the command both are byte for byte as they were; the output names the import of the
+    helper whose copy goes (row_plan) with its line and the import to write, and says the edited
+    helper stays; a run removes the unedited helper copies, --check none; exit 3."""
+    if command == "make exercises" and shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    yours = before_the_move(course)
+    softmax = yours["exercises/kernels/softmax.py"].decode().splitlines()
+    line = softmax.index("from .row_plan import RowPlan, check_rows, choose_row_plan") + 1
+    rc, out, err = _run_told(course, command, "")
+    assert rc == make_exercises.EXIT_MERGE, out + err
+    for path, content in yours.items():
+        assert (course / path).read_bytes() == content, f"`{command}` changed {path}"
+    assert (f"moved: exercises/kernels/softmax.py:{line}: `from .row_plan import ...` reads a "
+            "helper the course no longer copies into exercises/; write `from reference.kernels."
+            "row_plan import ...` there instead") in out
+    assert "moved: exercises/kernels/softmax.py:" + str(line - 1) not in out  # launch.py stays
+    kept = "yours: exercises/kernels/launch.py (" if "--check" in command else \
+        "kept exercises/kernels/launch.py: "  # fmt: skip
+    assert kept + "you edited it; the course no longer copies its helper reference.kernels." \
+        "launch" in out
+    removed = not command.endswith("--check")
+    for path in ("exercises/kernels/row_plan.py", "exercises/kernels/pingpong.py"):
+        assert (course / path).exists() is not removed
+        assert (f"removed {path}" in out) is removed
+    assert not backups(course, "exercises/kernels/softmax.py")
+
+
+def test_once_the_import_is_fixed_the_solved_file_is_yours(course, capsys):
+    """After the learner writes the import the output told them to, does --check call the file
+    theirs and exit 0, and the edited helper too?"""
+    before_the_move(course)
+    assert make_exercises.main([], root=course) == make_exercises.EXIT_MERGE
+    softmax = course / "exercises/kernels/softmax.py"
+    text = softmax.read_text()
+    softmax.write_text(text.replace("from .row_plan import", "from reference.kernels.row_plan "
+                                    "import"))  # fmt: skip
+    capsys.readouterr()
+    rc, out = call(course, capsys, "--check")
+    assert rc == make_exercises.EXIT_OK, out
+    assert "yours: exercises/kernels/softmax.py" in out and "moved:" not in out
+    assert "yours: exercises/kernels/launch.py" in out
+
+
+def test_a_helper_path_is_named_as_moved(course, capsys):
+    """--stub and --diff of a helper's path: one line saying where it is now, exit 2."""
+    for option in ("--stub", "--diff"):
+        rc = make_exercises.main([option, "exercises/kernels/row_plan.py"], root=course)
+        err = capsys.readouterr().err
+        assert rc == make_exercises.EXIT_ERROR and len(err.strip().splitlines()) == 1
+        assert "the course no longer copies this helper; exercises import it from " \
+               "reference.kernels.row_plan" in err
 
 
 # --------------------------------------------------------------------------- stripping rules
