@@ -7,6 +7,9 @@ it grades), and exits 0; ``--json`` gives the list as JSON.
 Exit status: 0 when every check passes (or the list was asked for), 1 when some fail, 2 for a
 usage error, such as an unknown exercise (one line on stderr, with the closest name when one
 is close). The work is :func:`learning.check.runner.check_exercise`.
+
+A check that measured something on each input (a kernel exercise's memory traffic) prints its
+message even when it passes; ``--json`` carries the measurements as the check's ``cases``.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def render(report: ExerciseReport) -> str:
     for check in report.checks:
         points = f"{check.earned:g}/{check.max_points:g}" if check.max_points else "no points"
         lines.append(f"{'PASS' if check.passed else 'FAIL'}  {check.name} ({points})")
-        if not check.passed and check.message:
+        if check.message and (not check.passed or check.cases):  # and what it measured
             lines.extend(f"      {line}" for line in check.message.splitlines())
     journal = report.journal
     if journal is not None:

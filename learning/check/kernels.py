@@ -54,7 +54,7 @@ from pathlib import Path
 import torch
 
 from learning import correctness, ops, runtime
-from learning.check import kernel_hints, protocol
+from learning.check import kernel_hints, picture, protocol, traffic
 from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
 from learning.check.remote import (
@@ -318,6 +318,7 @@ class _Case:
     failure: str | None = None
     fallback: str | None = None  # why the path's hook was not there: the ordinary call ran
     worst: float = 0.0  # the largest share of the tolerance a passing call used
+    traffic: dict | None = None  # the bytes its first call's hidden replay moved (traffic.py)
 
     def fail(self, message: str) -> None:
         if self.failure is None:
@@ -343,6 +344,7 @@ class _Call:
     hidden: dict | None = None
     hidden_replay: object = None  # Future[Replayed]
     given_replay: object = None
+    picture_replay: object = None  # a wrong call replayed on its inputs, to draw (picture.py)
     expected: tuple | None = None
 
 
@@ -559,11 +561,17 @@ class _Exercise:
             bundle = self._bundle()
         except Exception as error:  # KernelSourceError, or no package folder to read
             bundle, bundle_error = None, str(error)
-        service = None
+        service, self.references = None, {}
         if bundle is not None:
-            # Up and loaded before the worker imports any learner code (replaying.py).
-            service = ReplayService(self.session, bundle, self.device, self.limits[0])
+            # Up and loaded before the worker imports any learner code (replaying.py), with
+            # the reference functions whose traffic the traffic checks compare with.
+            shown = {op.spec.name: traffic.representative(op.cases) for op in self.ops}
+            shown = {k: v for k, v in shown.items() if v is not None and self.device == "cpu"}
+            service = ReplayService(self.session, bundle, self.device, self.limits[0],
+                                    references=tuple(shown))  # fmt: skip
             service.start()
+            self.references = {name: service.submit_reference(name, self._draw(
+                case.calls[0], "reference")) for name, case in shown.items()}  # fmt: skip
         for op in self.ops:
             self._import(op)
         if service is not None:
@@ -663,23 +671,30 @@ class _Exercise:
         verdicts = self._compare(case, outputs, expected)
         observed = reply.get("observed") if type(reply.get("observed")) is dict else {}
         self._note_reports(op, reply, observed, context)
+        trace, described = reply.get("trace"), reply.get("described")
+        replayable = type(trace) is dict and bool(trace.get("launches"))
+        if replayable:
+            trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         if not all(v.passed for v in verdicts):
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
+            if replayable and picture.worth_drawing(op.cases, outputs):
+                call.picture_replay = service.submit(trace, described, {
+                    **values, **copied(values)}, self._limit(case), owners=True)  # fmt: skip
             return
         if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
             op.fault("stable", f"{context}\nnon-deterministic: the same inputs gave different "
                      "bits in two calls: reads uninitialized memory or races (unmasked loads, "
                      "programs writing the same element, a missing initialisation)")  # fmt: skip
         case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
-        trace, described = reply.get("trace"), reply.get("described")
         self.launched.update(_launched(trace))
         if type(trace) is dict and trace.get("launches") == []:
             op.fault("own", f"{context}\nno Triton kernel ran: the result came from PyTorch. "
                      "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
                      "stored")  # fmt: skip
             return
-        trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
+        if not replayable:
+            trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         call.hidden = self._draw(call, "hidden")
         limit = self._limit(case)
         call.hidden_replay = service.submit(trace, described, {**call.hidden,
@@ -912,6 +927,10 @@ class _Exercise:
         self.stopped = any("own" in op.faults for op in self.ops)
 
     def _replayed(self, call: _Call) -> None:
+        if call.picture_replay is not None and id(call) not in self._settled:
+            self._settled.add(id(call))
+            self._draw_picture(call, call.picture_replay.result())
+            return
         if call.hidden_replay is None or id(call) in self._settled:
             return
         self._settled.add(id(call))
@@ -926,6 +945,11 @@ class _Exercise:
                       f"out-of-bounds store, {hidden.stray_stores[0]}\nhint: mask the stores: "
                       "tl.store(ptr + offsets, value, mask=offsets < n), and for 2-D tiles mask "
                       "rows and columns")  # fmt: skip
+        if hidden.stray_loads:
+            case.fail(f"{context}\nexpected: every load inside a tensor\ngot: an "
+                      f"out-of-bounds load: {hidden.stray_loads[0]}\nhint: {traffic.LOAD_HINT}")
+        if call.how == "first":
+            case.traffic = traffic.checked(hidden.traffic)
         if hidden.inputs_changed:
             op.fault("inputs", f"{context}\n{hidden.inputs_changed[0]}: kernels must not write "
                      "to their inputs; store into a new output tensor")  # fmt: skip
@@ -940,6 +964,13 @@ class _Exercise:
             if given.error is None and not _same_bits_all(call.outputs, given.outputs):
                 op.fault("own", f"{context}\n{_NOT_STORED}")
                 op.fault("stable", f"{context}\n{_NOT_STORED}")
+
+    def _draw_picture(self, call: _Call, replayed) -> None:
+        """The wrong call's picture, its path added to the check's message (picture.py)."""
+        case = call.case
+        drawn = picture.of_failure(case, call, replayed, self._context(call).split(";")[0])
+        if drawn and case.failure is not None:
+            case.failure += f"\n{drawn}"
 
     # -- the verdict ------------------------------------------------------------------------
 
@@ -958,6 +989,9 @@ class _Exercise:
             for key, title in _REPORTS.items():
                 message = blocked or op.reports.get(key, "")
                 results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
+            reference = self.references.get(op.spec.name)
+            results.append(traffic.check(op.spec, op.cases, traffic.checked(
+                reference.result() if reference is not None else None), op.labels, blocked))
         verdict = self._not_yours(bundle_error)
         if verdict:
             results = [

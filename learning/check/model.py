@@ -10,7 +10,7 @@ one, crash the checker or hang it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class CheckResult:
     max_points: float
     message: str = ""
     points: float | None = None  # defaults to max_points when passed, 0 otherwise
+    # What the check measured on each input, as plain data for ``--json`` (a kernel
+    # exercise's traffic check: the bytes each case's kernels moved); empty for most checks.
+    cases: tuple[dict, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def earned(self) -> float:

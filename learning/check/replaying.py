@@ -44,25 +44,38 @@ class Replayed:
     unwritten: list[str] = field(default_factory=list)
     stray_stores: list[str] = field(default_factory=list)
     inputs_changed: list[str] = field(default_factory=list)
+    stray_loads: list[str] = field(default_factory=list)
+    traffic: dict | None = None  # checked by learning.check.traffic before it is shown
+    owners: tuple = ()  # per output: who stored each element (asked for with owners=True)
     error: str | None = None  # why the trace could not be replayed (or did not finish)
 
 
 class ReplayService:
     """The exercise run's replay process, fed from a queue (see the module docstring)."""
 
-    def __init__(self, session: Session, bundle: dict, device: str, limit_s: float):
+    def __init__(self, session: Session, bundle: dict, device: str, limit_s: float,
+                 references: tuple[str, ...] = ()):  # fmt: skip
         self.session, self.bundle, self.device, self.limit_s = session, bundle, device, limit_s
+        self.references = list(references)  # ops whose reference traffic may be asked for
         self.child = Child(_PROGRAM, "main({}, {}, {})", clean_environment(), "replay process")
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay")
         self._loaded = False
 
     def submit(self, trace: dict, described: list, inputs: dict,
-               limit_s: float | None = None) -> Future:  # fmt: skip
+               limit_s: float | None = None, owners: bool = False) -> Future:  # fmt: skip
         """Replay ``trace`` on ``inputs`` (poison fill) within ``limit_s`` (the service's by
         default); the future's result is a :class:`Replayed`, or it raises
-        :class:`~learning.check.remote.TimeUp`."""
-        return self._executor.submit(self._replay, trace, described, inputs,
-                                     limit_s or self.limit_s)  # fmt: skip
+        :class:`~learning.check.remote.TimeUp`. ``owners``: say which program stored each
+        output element (for a picture of a failure)."""
+        request = {"kind": "replay", "trace": trace, "outputs": described, "owners": owners}
+        return self._executor.submit(self._replay, request, inputs, limit_s or self.limit_s)
+
+    def submit_reference(self, op: str, inputs: dict, limit_s: float | None = None) -> Future:
+        """The bytes the course's reference kernels for ``op`` load and store on ``inputs``
+        (one of the ``references`` given at the start): the future's result is the traffic
+        (untrusted data, as any reply), or None when it could not be counted."""
+        request = {"kind": "reference", "op": op}
+        return self._executor.submit(self._reference, request, inputs, limit_s or self.limit_s)
 
     def start(self) -> str | None:
         """Start the replay process and load the bundle now, before the worker imports any
@@ -72,34 +85,53 @@ class ReplayService:
         limit = STARTUP_LIMIT_S if left is None else max(1.0, min(STARTUP_LIMIT_S, left))
         try:
             self.child.start(limit)
-            self._ask({"kind": "bundle", "bundle": self.bundle}, limit)
+            self._ask(self._bundle_request(), limit)
         except (CallTimedOut, ProcessDied, protocol.BadReply, _Refused) as error:
             self.child.kill()
             return f"the replay process could not start: {error}"
         self._loaded = True
         return None
 
-    def _replay(self, trace: dict, described: list, inputs: dict, limit_s: float) -> Replayed:
-        import torch
+    def _bundle_request(self) -> dict:
+        # The references are imported with the bundle, before the worker runs learner code
+        # (a later start, after a crash, happens with the worker ended: see _ask_loaded).
+        return {"kind": "bundle", "bundle": self.bundle, "references": self.references}
 
+    def _ask_loaded(self, request: dict, inputs: dict, limit_s: float) -> dict:
+        """``request`` answered by a replay process that has the bundle loaded."""
         left = self.session.time_left()
         if left is not None and left <= 0:
             raise TimeUp(self.session.time_limit_s, self.child.log_tail())
         limit = limit_s if left is None else min(limit_s, left)
+        request = {**request, "device": self.device,
+                   "inputs": protocol.to_plain(inputs, copy=False)}  # fmt: skip
         try:
             if not self.child.running:
                 self.child.start(STARTUP_LIMIT_S if left is None else min(STARTUP_LIMIT_S, left))
                 self._loaded = False
             if not self._loaded:
-                self._ask({"kind": "bundle", "bundle": self.bundle}, limit)
+                self._ask(self._bundle_request(), limit)
                 self._loaded = True
-            reply = self._ask({
-                "kind": "replay", "trace": trace, "outputs": described, "device": self.device,
-                "inputs": protocol.to_plain(inputs, copy=False),
-            }, limit)  # fmt: skip
+            return self._ask(request, limit)
         except CallTimedOut:
             if left is not None and limit >= left:
                 raise TimeUp(self.session.time_limit_s, self.child.log_tail()) from None
+            raise
+
+    def _reference(self, request: dict, inputs: dict, limit_s: float) -> dict | None:
+        try:
+            reply = self._ask_loaded(request, inputs, limit_s)
+        except (CallTimedOut, ProcessDied, protocol.BadReply, _Refused):
+            return None  # only a comparison in a message was at stake
+        return reply.get("traffic")
+
+    def _replay(self, request: dict, inputs: dict, limit_s: float) -> Replayed:
+        import torch
+
+        try:
+            reply = self._ask_loaded(request, inputs, limit_s)
+        except CallTimedOut as stopped:
+            limit = stopped.limit_s
             return Replayed(error=f"replaying your kernels did not finish within {limit:g} s")
         except ProcessDied as died:
             return Replayed(error=f"the replay process ended: {died.reason}")
@@ -107,13 +139,17 @@ class ReplayService:
             return Replayed(error=f"the replay process's reply was refused: {bad}")
         except _Refused as refused:
             return Replayed(error=str(refused))
-        outputs = reply.get("outputs")
-        lists = [reply.get(k) for k in ("unwritten", "stray_stores", "inputs_changed")]
+        outputs, owners = reply.get("outputs"), reply.get("owners", [])
+        lists = [reply.get(k) for k in ("unwritten", "stray_stores", "inputs_changed",
+                                        "stray_loads")]  # fmt: skip
         if type(outputs) is not list or not all(type(o) is torch.Tensor for o in outputs):
             return Replayed(error="the replay process's reply holds no outputs")
         if not all(type(x) is list and all(type(s) is str for s in x) for x in lists):
             return Replayed(error="the replay process's reply is malformed")
-        return Replayed(tuple(outputs), *lists)
+        if type(owners) is not list or not all(o is None or type(o) is torch.Tensor
+                                               for o in owners):  # fmt: skip
+            owners = []
+        return Replayed(tuple(outputs), *lists, traffic=reply.get("traffic"), owners=tuple(owners))
 
     def _ask(self, message: dict, limit: float) -> dict:
         reply = self.child.request(message, limit)
@@ -151,17 +187,21 @@ def main(program: int, requests: int, replies: int) -> None:
 
     def handle(request: dict) -> dict:
         if request["kind"] == "bundle":
-            loaded[:] = [_LoadedKernels(request["bundle"])]
+            loaded[:] = [_LoadedKernels(request["bundle"], request.get("references", ()))]
             return {"ok": True}
+        inputs = protocol.revive(request["inputs"])
+        if request["kind"] == "reference":
+            return {"ok": True, "traffic": loaded[0].reference(request["op"], inputs)}
         try:
-            result = loaded[0].replay(request["trace"], request["outputs"],
-                                      protocol.revive(request["inputs"]), request["device"])
+            result = loaded[0].replay(request["trace"], request["outputs"], inputs,
+                                      request["device"], bool(request.get("owners")))
         except (ReplayError, KernelSourceError, ValueError) as error:
             return {"ok": False, "error": str(error)}
         return {
             "ok": True, "outputs": [protocol.to_plain(o) for o in result.outputs],
             "unwritten": result.unwritten, "stray_stores": result.stray_stores,
-            "inputs_changed": result.inputs_changed,
+            "inputs_changed": result.inputs_changed, "stray_loads": result.stray_loads,
+            "traffic": result.traffic, "owners": [protocol.to_plain(o) for o in result.owners],
         }  # fmt: skip
 
     def describe(error: BaseException, request: dict) -> str:  # a kernel's own fault
@@ -175,16 +215,17 @@ class _LoadedKernels:
     """The bundle's kernels, loaded once for the many replays of an exercise run.
 
     :func:`learning.check.replay.replay` loads (and re-checks) the bundle on every call, which
-    costs more than a small replay itself; this is the same sequence of its steps with the
-    loading done once: parse the trace, bind its launches, make fresh poisoned buffers, launch,
-    check what was stored."""
+    costs more than a small replay itself; :func:`~learning.check.replay.play.replay_with` is
+    the same sequence of its steps with the loading done once. The course's reference
+    functions for ``references`` (op names) are imported too, for their traffic."""
 
-    def __init__(self, bundle: dict):
+    def __init__(self, bundle: dict, references=()):
         from learning.check.replay import KernelBundle, play
 
         self.play = play
         self.kernels = play._Kernels(KernelBundle.from_dict(bundle))
         self._preload()
+        self.references = _reference_functions(references)
 
     def _preload(self) -> None:
         """Import every kernel now, and under the interpreter rewrite it now: the service loads
@@ -197,22 +238,43 @@ class _LoadedKernels:
             if callable(rewrite) and hasattr(function, "rewriter"):  # InterpretedFunction
                 rewrite()
 
-    def replay(self, trace: dict, outputs: list, inputs: dict, device: str):
+    def replay(self, trace: dict, outputs: list, inputs: dict, device: str, owners: bool):
+        return self.play.replay_with(self.kernels, trace, outputs, inputs, device=device,
+                                     owners=owners)  # fmt: skip
+
+    def reference(self, op: str, inputs: dict) -> dict | None:
+        """What the reference function of ``op`` loads and stores on ``inputs``, in all."""
         import torch
 
-        play = self.play
-        where = play._device(device)
-        plan = play._parse(trace, outputs, play.DEFAULT_MAX_BYTES)
-        bound = play._bind(self.kernels, plan)
-        memories = play._memories(plan, inputs, where, "poison", direct=False)
-        play._set_allocator(where)
-        for launch, function in bound:
-            play._launch(launch, function, memories)
-        if where.type == "cuda":
-            torch.cuda.synchronize(where)
-        result = play.ReplayResult(play._outputs(plan, memories))
-        play._check(result, memories)
-        return result
+        from learning import ops, runtime
+        from learning.check.replay.watch import MemoryWatch
+
+        function = self.references.get(op)
+        if function is None or not runtime.interpreting():
+            return None
+        spec = ops.get(op)
+        inputs = {k: v.detach().requires_grad_(k in spec.wrt) if isinstance(v, torch.Tensor)
+                  else v for k, v in inputs.items()}  # fmt: skip
+        with MemoryWatch([]) as watch:
+            spec.call(function, inputs)
+        traffic = watch.traffic()
+        return {"loaded_bytes": traffic["loaded_bytes"], "stored_bytes": traffic["stored_bytes"]}
+
+
+def _reference_functions(names) -> dict:
+    """The course's reference function of each op named, imported now and (under the
+    interpreter) every reference kernel rewritten now, as the bundle's are (``_preload``)."""
+    from learning import ops
+
+    functions = {name: ops.OPS[name].kernel_function("reference")
+                 for name in names if isinstance(name, str) and name in ops.OPS}  # fmt: skip
+    modules = [m for n, m in list(sys.modules.items()) if n.split(".")[0] == "reference"]
+    for module in modules:
+        for value in list(vars(module).values()):
+            rewrite = getattr(value, "rewrite", None)
+            if callable(rewrite) and hasattr(value, "rewriter"):  # InterpretedFunction
+                rewrite()
+    return functions
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,15 @@ checker's own :class:`~learning.check.kernel_guards.AllocationTrap`, and each in
 between NaN guards, so a store outside any buffer, a value never stored and an unmasked load
 past the end all show; with ``fill="none"`` (timing) they are plain ``torch.empty``
 allocations, and :class:`ReplayProgram` uses the caller's input tensors where they lie.
+Under Triton's interpreter a poisoned replay also watches every load and store the kernels
+issue (:mod:`learning.check.replay.watch`): a load outside every buffer is reported with its
+kernel and program id (an unmasked load need not change the result to be a fault), and the
+bytes each kernel moved are counted, by tensor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import shutil
@@ -67,6 +72,10 @@ class ReplayResult:
     unwritten: list[str] = field(default_factory=list)  # "output 0: 12 of 4096 elements ..."
     stray_stores: list[str] = field(default_factory=list)  # stores into any buffer's guards
     inputs_changed: list[str] = field(default_factory=list)  # inputs the kernels wrote to
+    # Seen in the interpreter's loads and stores (replay/watch.py; None where not interpreted):
+    stray_loads: list[str] = field(default_factory=list)  # loads outside every buffer
+    traffic: dict | None = None  # bytes loaded and stored, in all, by tensor and by kernel
+    owners: tuple[torch.Tensor | None, ...] = ()  # per output: who stored each element last
 
 
 # --------------------------------------------------------------------------- the plan
@@ -468,7 +477,9 @@ def _memories(plan: _Plan, inputs: dict, device, fill: str, direct: bool) -> lis
 
 
 
-def _launch(launch: _Launch, function: Any, memories: list[_Memory]) -> None:
+def _launch(launch: _Launch, function: Any, memories: list[_Memory], watch=None) -> None:
+    if watch is not None:
+        watch.launching(launch.kernel.partition("::")[2] or launch.kernel, launch.index)
     arguments = dict(launch.values)
     for name, view in launch.tensors.items():
         arguments[name] = memories[view.buffer].view(view)
@@ -560,36 +571,95 @@ def _device(device: Any) -> torch.device:
 
 def replay(bundle: KernelBundle, trace: dict, outputs: list[dict],
            inputs: dict[str, torch.Tensor | object], *, device: str, fill: str = "poison",
-           max_bytes: int = DEFAULT_MAX_BYTES) -> ReplayResult:  # fmt: skip
+           max_bytes: int = DEFAULT_MAX_BYTES, owners: bool = False) -> ReplayResult:  # fmt: skip
     """Make the recorded launches again with the bundle's kernels, on ``inputs``.
 
     ``inputs`` are the call's inputs by name (the tensors must have the recorded dtypes and
     shapes; any values). ``fill="poison"`` fills allocations with the checker's marked NaN
     inside guard regions and copies the inputs between NaN guards, then reports what was never
-    stored, stores outside any buffer and inputs the kernels changed; ``fill="none"``
-    allocates plainly and checks nothing (for timing). ``max_bytes`` bounds the buffers'
-    total size. Raises :class:`~learning.check.replay.ReplayError` for a trace it cannot
-    replay, before running anything.
+    stored, stores outside any buffer, loads outside every buffer, the bytes moved and inputs
+    the kernels changed; ``fill="none"`` allocates plainly and checks nothing (for timing).
+    ``max_bytes`` bounds the buffers' total size; ``owners`` asks for who stored each output
+    element (:func:`replay_with`). Raises :class:`~learning.check.replay.ReplayError` for a
+    trace it cannot replay, before running anything.
     """
     if fill not in ("poison", "none"):
         raise ValueError(f"fill must be 'poison' or 'none', got {fill!r:.40}")
-    where = _device(device)
-    plan = _parse(trace, outputs, max_bytes)
     kernels = _Kernels(bundle)
     try:
-        bound = _bind(kernels, plan)
-        memories = _memories(plan, inputs, where, fill, direct=False)
-        _set_allocator(where)
-        for launch, function in bound:
-            _launch(launch, function, memories)
-        if where.type == "cuda":
-            torch.cuda.synchronize(where)
-        result = ReplayResult(_outputs(plan, memories))
-        if fill == "poison":
-            _check(result, memories)
-        return result
+        return replay_with(kernels, trace, outputs, inputs, device=device, fill=fill,
+                           max_bytes=max_bytes, owners=owners)  # fmt: skip
     finally:
         kernels.close()
+
+
+def replay_with(kernels: _Kernels, trace: dict, outputs: list[dict], inputs: dict, *,
+                device: str, fill: str = "poison", max_bytes: int = DEFAULT_MAX_BYTES,
+                owners: bool = False) -> ReplayResult:  # fmt: skip
+    """:func:`replay`'s steps with the kernels already loaded: parse the trace, bind its
+    launches, make fresh buffers, launch, check what was stored. With the poison fill under
+    the interpreter, a :class:`~learning.check.replay.watch.MemoryWatch` sees every load and
+    store too (``owners``: and keeps who stored each output element)."""
+    where = _device(device)
+    plan = _parse(trace, outputs, max_bytes)
+    bound = _bind(kernels, plan)
+    memories = _memories(plan, inputs, where, fill, direct=False)
+    _set_allocator(where)
+    watch = _watch(plan, memories, owners) if fill == "poison" and where.type == "cpu" else None
+    with watch or contextlib.nullcontext():
+        for launch, function in bound:
+            _launch(launch, function, memories, watch)
+    if where.type == "cuda":
+        torch.cuda.synchronize(where)
+    result = ReplayResult(_outputs(plan, memories))
+    if fill == "poison":
+        _check(result, memories)
+    if watch is not None:
+        result.stray_loads = watch.stray_loads()
+        result.traffic = watch.traffic()
+        if owners:
+            result.owners = _owners(plan, memories, watch)
+    return result
+
+
+def _region_name(buffer: _Buffer, plan: _Plan) -> str:
+    if buffer.kind == "input":
+        return buffer.name
+    lying = [i for i, view in enumerate(plan.outputs) if view.buffer == buffer.id]
+    return f"output {lying[0]}" if lying else buffer.shown
+
+
+def _watch(plan: _Plan, memories: list[_Memory], owners: bool):
+    from learning import runtime
+    from learning.check.replay.watch import MemoryWatch, Region
+
+    if not runtime.interpreting():
+        return None
+    outputs = {view.buffer for view in plan.outputs}
+    regions = []
+    for memory in memories:
+        if memory is None:
+            continue
+        start, buffer = memory.storage.data_ptr(), memory.buffer
+        regions.append(Region(_region_name(buffer, plan), start, start + memory.storage.nbytes(),
+                              start + memory.base, buffer.nbytes, buffer.dtype.itemsize,
+                              owned=owners and buffer.id in outputs))  # fmt: skip
+    return MemoryWatch(regions)
+
+
+def _owners(plan: _Plan, memories: list[_Memory], watch) -> tuple[torch.Tensor | None, ...]:
+    """Per output, an int64 tensor of its shape: who stored each element last (-1: nobody)."""
+    found = []
+    for view in plan.outputs:
+        buffer = memories[view.buffer].buffer
+        owners = watch.owners.get(_region_name(buffer, plan))
+        itemsize = view.dtype.itemsize
+        if owners is None or view.dtype != buffer.dtype or view.byte_offset % itemsize:
+            found.append(None)
+            continue
+        found.append(torch.from_numpy(owners).as_strided(view.size, view.stride,
+                                                          view.byte_offset // itemsize).clone())
+    return tuple(found)
 
 
 class ReplayProgram:
