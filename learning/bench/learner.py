@@ -41,6 +41,9 @@ from learning.bench.config import BenchInputError
 from learning.report.fingerprint import report_path
 
 WORKER_PROGRAM = Path(__file__).with_name("worker.py")
+# The course's helpers the exercises import (reference.kernels.row_plan, .launch ...): those the
+# learner's function loaded planned and launched its kernels, so the report names them too.
+COURSE_HELPERS = Path(__file__).resolve().parents[2] / "reference"
 CALL_LIMIT_S = 600.0  # one recorded call in the learner's process (interpreter runs are slow)
 
 METHOD_NOTE = (
@@ -212,7 +215,9 @@ def _record_case(child, learner, spec, shape, dtype_name, seed, device, limit_s)
         return LearnerCase(reason=f"raised {type(error).__name__}: {_one_line(error)}")
     if reply.get("missing") is True:
         raise BenchInputError(f"learner module {name} has no function {spec.function}()")
-    learner.files = sorted({*learner.files, *_loaded_files(learner.root, reply.get("files"))})
+    loaded = [*_loaded_files(learner.root, reply.get("files")),
+              *_loaded_files(COURSE_HELPERS, reply.get("helpers"))]  # fmt: skip
+    learner.files = sorted({*learner.files, *loaded})
     return reply
 
 
@@ -222,6 +227,9 @@ def _verify_case(bundle, learner, spec, shape, dtype_name, reply: dict, device) 
 
     name = f"{learner.package}.{spec.module}"
     trace, described = reply.get("trace"), reply.get("described")
+    outside = _outside_launch(trace, learner.package)
+    if outside:
+        return _unfinished_or(spec, name, learner, outside)
     dtype = ops.dtype_from_name(dtype_name)
     hidden = spec.inputs(shape, dtype, secrets.randbits(31), device)  # never sent anywhere
     try:
@@ -260,9 +268,25 @@ def _verify_case(bundle, learner, spec, shape, dtype_name, reply: dict, device) 
     return LearnerCase(call=call)
 
 
+def _outside_launch(trace: object, package: str) -> str | None:
+    """The first launch of a kernel defined outside the learner's package, named: a kernel of
+    the course's, such as the Gluon kernel the exercise's GEMM hands 16-bit products to on a
+    Hopper GPU. Only the learner's own kernels are replayed and timed (said before the replay
+    would stop at that launch's arguments, which a Gluon kernel's descriptors may be)."""
+    launches = trace.get("launches") if isinstance(trace, dict) else None
+    for index, launch in enumerate(launches if isinstance(launches, list) else []):
+        kernel = launch.get("kernel") if isinstance(launch, dict) else None
+        if isinstance(kernel, str) and kernel.startswith("outside:"):
+            return (f"launch {index} runs {kernel.removeprefix('outside:')[:200]}, a kernel "
+                    f"defined outside your {package} package: only your own kernels are "
+                    "replayed and timed")
+    return None
+
+
 def _import(child, spec, learner: Learner, limit_s: float) -> None:
     """Import the op's module in the learner's process; any failure is a request error."""
     from learning.check import protocol, remote
+    from learning.check.replay.extract import moved_helper
 
     name = f"{learner.package}.{spec.module}"
     message = {"kind": "import", "module": name, "package": learner.package}
@@ -278,14 +302,16 @@ def _import(child, spec, learner: Learner, limit_s: float) -> None:
             f"exercise {spec.exercise} is unfinished ({name} raises NotImplementedError when "
             f"imported: {_one_line(error) or 'TODO'}); finish it, or run --impl reference"
         )
+    moved = moved_helper(str(error), learner.package)  # a helper the package once held
     raise BenchInputError(
         f"cannot import the learner module {name}: {type(error).__name__}: {_one_line(error)}"
+        + (f"; {moved}" if moved else "")
     )
 
 
 def _loaded_files(root: Path, names: object) -> list[Path]:
-    """The package files the learner's process says it loaded, each checked to be one (the
-    claim only adds files to the fingerprint; it can take none away)."""
+    """The files under ``root`` the learner's process says it loaded, each checked to be one
+    (the claim only adds files to the fingerprint; it can take none away)."""
     if not isinstance(names, list):
         return []
     files = []

@@ -10,8 +10,9 @@ benchmark's side with ``weights_only=True`` and checked as plain data). Two requ
 * ``bench_kernel``: make the op's inputs of one case (shape, dtype, seed, device), call the
   learner's function on them once with every Triton launch recorded
   (:class:`~learning.check.replay.TraceRecorder`) and ``torch.empty``-style allocations
-  poisoned; reply with the trace, where the outputs live, and the package's files loaded here
-  (for the report's fingerprint). The outputs themselves stay here: kernel-bench replays the
+  poisoned; reply with the trace, where the outputs live, and the files of the package and of
+  the course's ``reference`` (the helpers it imports) loaded here, for the report's
+  fingerprint. The outputs themselves stay here: kernel-bench replays the
   trace on inputs of its own and checks those.
 
 Nothing this process says is believed: a wrong trace can only fail its replay.
@@ -83,12 +84,14 @@ class BenchWorker:
             "ok": True,
             "trace": recorder.trace(),
             "described": recorder.describe_outputs(outputs),
-            "files": self._package_files(self._root(request)),
+            "files": self._loaded_files(self._root(request)),
+            "helpers": self._loaded_files(self.repo / "reference"),
         }
 
-    def _package_files(self, root: Path) -> list[str]:
-        """The package's files loaded in this process, relative to its folder (a helper module
-        the function used to plan its launches is one)."""
+    def _loaded_files(self, root: Path) -> list[str]:
+        """The files under ``root`` loaded in this process, relative to it: the package's, and
+        the course's helpers the function used to plan and launch its kernels (``reference``'s
+        row plans and launcher, which the exercises import)."""
         found = set()
         for module in list(sys.modules.values()):
             where = getattr(module, "__file__", None)

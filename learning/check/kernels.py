@@ -67,7 +67,7 @@ from learning.check.remote import (
     log_lines,
     python_path,
 )
-from learning.check.replay.extract import extract_sources
+from learning.check.replay.extract import extract_sources, moved_helper
 from learning.check.replaying import (
     ReplayService,
     copied_inputs,
@@ -607,6 +607,8 @@ class _Exercise:
             return
         if loaded.error is not None:
             op.import_error = f"{where}: {type(loaded.error).__name__}: {loaded.error}"
+            moved = moved_helper(str(loaded.error), self.impl)  # a helper the package once held
+            op.import_error += f"\n{moved}" if moved else ""
             return
         op.start_here = f"{loaded.value} ({spec.function} and the kernel it launches)"
         try:

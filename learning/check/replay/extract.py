@@ -30,6 +30,16 @@ and the construct. The list, and why it is what it is:
   ``x.dtype``, ``p.dtype.element_ty``, ``x.T``): not ``x.handle``, which under the
   interpreter is a NumPy array with file-writing methods.
 
+**Whose kernel.** A kernel is the learner's when its source is in the learner's files: the
+bundle holds those and nothing else, and a replay runs a launch only by a bundle kernel's name.
+So a kernel of the learner's launched by a host-side helper of the course (a ``Launcher`` from
+``reference.kernels.launch``, a grid from ``reference.kernels.row_plan``'s plans, which the
+exercises import from the reference) is replayed as the learner's, and a kernel defined in
+``reference/`` (a ``@triton.jit`` or a Hopper ``@gluon.jit`` one), whoever launches it, is not:
+the recorder names its launch ``outside:reference...`` and the replay refuses it. A kernel of
+the learner's that calls or reads a name imported from the reference is refused here, as every
+name imported from outside the package is.
+
 Everything else is refused: imports, nested functions and lambdas, classes, ``with``,
 ``try``, ``global``, comprehensions, star-arguments, f-strings, ``_private`` and ``__dunder__``
 attributes, ``getattr``/``eval``/``exec``/``open``/``__import__``/``globals`` ... A kernel is
@@ -43,6 +53,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +75,7 @@ _LOOP_CALLS = frozenset({"range", "static_range"})  # tl.<these> as a for loop's
 _JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug",
                           "noinline"})  # fmt: skip
 _WRAPPERS = frozenset({"autotune", "heuristics"})  # triton.<these>: dropped
+COURSE_PACKAGE = "reference"  # the course's kernels and the helpers the exercises import
 
 
 def _value_attributes() -> frozenset[str]:
@@ -130,6 +142,42 @@ def _check_relpath(key: str) -> None:
     parts = key.split("/")
     if not key.endswith(".py") or not all(p.removesuffix(".py").isidentifier() for p in parts):
         raise ValueError(f"a bundle module key must be a relative .py path, got {key!r:.80}")
+
+
+# --------------------------------------------------------------------------- moved helpers
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
+
+
+def moved_helper(message: str, package: str) -> str | None:
+    """For an import error of the learner's ``package`` that names one of the course's helpers
+    (``No module named 'exercises.kernels.row_plan'``: a file written when the helpers were
+    copied into ``exercises/``): one line saying where the helper is and the import to write.
+    None for any other error."""
+    from learning import manifest
+
+    match = _NO_MODULE.search(message)
+    if match is None:
+        return None
+    name = match[2]
+    module = match[1] or f"{match[3]}.{name}"
+    top, _, inside = module.partition(".")
+    course = manifest.load()
+    relpath = f"{COURSE_PACKAGE}/{inside.replace('.', '/')}.py"
+    exercises = {path for e in course.exercises.values() for path in e.reference}
+    if top != package or not inside or relpath in exercises or not (
+        manifest.ROOT / relpath
+    ).is_file():
+        return None
+    parent, _, leaf = inside.rpartition(".")
+    if match[1]:
+        written, instead = f"from .{leaf} import ...", f"from {COURSE_PACKAGE}.{inside} import ..."
+    else:
+        written = f"from . import {leaf}"
+        instead = f"from {'.'.join(filter(None, [COURSE_PACKAGE, parent]))} import {leaf}"
+    return (f"{module} is the course's helper {COURSE_PACKAGE}.{inside} now, no longer copied "
+            f"into {package}/: write `{instead}` for `{written}` in your file "
+            "(`python scripts/make_exercises.py --check` names each such line)")
 
 
 # --------------------------------------------------------------------------- extraction
@@ -303,7 +351,9 @@ class _File:
                 continue  # nothing known is bound: a kernel reading such a name is refused
             if target is None:
                 origin = "." * node.level + module
-                self.refused[bound] = f"imported from {origin}, outside the package"
+                whose = "the course's reference" if origin.split(".")[0] == COURSE_PACKAGE \
+                    else "outside the package"  # fmt: skip
+                self.refused[bound] = f"imported from {origin}, {whose}"
             else:
                 self.imports[bound] = (target, alias.name)
 
