@@ -8,7 +8,7 @@ for each file, only what its kernels need, written out as a new module:
   dropped, because the recorded launch already holds the values they chose;
 * the module constants its kernels read (``BLOCK = 128``, ``BLOCK = tl.constexpr(128)``,
   arithmetic of those), evaluated here and written as literals;
-* imports of kernels and constants from the package's other files (``from .row_plan import
+* imports of kernels and constants from the package's other files (``from .tiles import
   _helper``), pointing at those files' extracted modules.
 
 Each kernel is checked against an ALLOW-LIST of Triton-language constructs (:class:`_Checker`):
@@ -358,7 +358,7 @@ class _File:
                 self.imports[bound] = (target, alias.name)
 
     def _target(self, node: ast.ImportFrom, package: str) -> str | None:
-        """The package module a ``from ... import`` reads (``"kernels/row_plan"``, ``""`` for
+        """The package module a ``from ... import`` reads (``"kernels/tiles"``, ``""`` for
         the package itself), or None for one outside the package."""
         parts = (node.module or "").split(".") if node.module else []
         if node.level == 0:
@@ -497,7 +497,7 @@ class _File:
         depth = self.relpath.count("/")
         by_module: dict[str, list[str]] = {}
         for name in sorted(needed & set(self.imports)):
-            target, original = self.imports[name]  # a module path: "kernels/row_plan"
+            target, original = self.imports[name]  # a module path: "kernels/tiles"
             by_module.setdefault(target, []).append(
                 original if original == name else f"{original} as {name}"
             )
