@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from learning import manifest as manifest_module
+from learning.check import passes
 from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise
 from learning.check.seeds import replay_seed
 
@@ -64,11 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"python -m learning.check: {error}", file=sys.stderr)
         return EXIT_USAGE
+    mine = impl == "exercises" and args.exercise in manifest.exercises
+    before = passes.digests(args.exercise) if mine else {}  # the files as they are checked
     try:
         report = check_exercise(args.exercise, impl, manifest=manifest)
     except UnknownExercise as error:
         print(_unknown(error.name, error.choices), file=sys.stderr)
         return EXIT_USAGE
+    if mine:  # what the lessons' "After you pass" cells read (learning/check/passes.py)
+        passes.note(args.exercise, report.passed, report.points, report.max_points, before)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

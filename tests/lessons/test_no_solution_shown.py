@@ -2,14 +2,16 @@
 
 A lesson may show the spec, the exercise's skeleton (its TODOs) and the learner's own code,
 never the lines `scripts/make_exercises.py` strips from `reference/` (`solution_regions.py`
-reads them with that script's parser). Each lesson notebook runs as `test_notebooks_run.py`
-runs it (the CPU copy: `gpu` cells skipped), with IPython's pager shown as output, so what
+reads them with that script's parser). Each notebook runs as `test_notebooks_run.py` runs a
+lesson (the CPU copy: `gpu` cells skipped), with IPython's pager shown as output, so what
 `%psource`, `%pinfo2` and `??` page is there too; then every output of every code cell, as
 the learner would see it (printed text, displayed text and HTML, tracebacks), is searched
 for a run of a solution region's lines. Whatever showed it, `inspect.getsource`, a pager, a
 file read or a shell `cat`, the region is named with the cell.
 
-The failing cases are the lessons' own earlier cells (the reference kernels' source printed
+The lessons themselves are searched in `test_notebooks_run.py`, on the one run of each notebook
+that test makes (with the pager shown as output, as here). The failing cases are the lessons'
+own earlier cells (the reference kernels' source printed
 in full and in part) and the other ways of showing source, run as a small notebook below.
 """
 
@@ -27,13 +29,16 @@ from solution_regions import (
     shown_regions,
     without_colours,
 )
-from test_notebooks_run import KERNEL_NAME, LESSONS, NOTEBOOK_LIMIT_S, cpu_copy, kernel_environment
+from test_notebooks_run import (
+    KERNEL_NAME,
+    NOTEBOOK_LIMIT_S,
+    PAGER_AS_OUTPUT,
+    kernel_environment,
+)
 
 nbformat = pytest.importorskip("nbformat")
 NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
-NOTEBOOKS = sorted(LESSONS.glob("*.ipynb"))
-PAGER_AS_OUTPUT = "--InteractiveShell.display_page=True"  # %psource, ?? print into the cell
 
 
 def _shown(output) -> str:
@@ -64,7 +69,11 @@ def solutions_shown(notebook, cwd: Path) -> dict[int, list]:
         allow_errors=True,  # a traceback is shown too; test_notebooks_run fails the error
         resources={"metadata": {"path": str(cwd)}},
     )
-    executed = client.execute(env=kernel_environment())
+    return solutions_in(client.execute(env=kernel_environment()))
+
+
+def solutions_in(executed) -> dict[int, list]:
+    """The regions each code cell of an executed notebook shows, by cell index."""
     found = {}
     for index, cell in enumerate(executed.cells):
         if cell.cell_type == "code":
@@ -159,20 +168,3 @@ def test_each_way_of_showing_a_solution_is_caught():
         CELLS[index - 1][0].splitlines()[-1]: [str(r) for r in found.get(index, [])]
         for index in expected ^ set(found)
     }
-
-
-# --------------------------------------------------------------------------- the lessons
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(NOTEBOOK_LIMIT_S + 60)
-@pytest.mark.parametrize("notebook_path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_the_lesson_shows_no_solution(notebook_path: Path):
-    """Run as a learner without a GPU runs it, does the lesson show no solution region?"""
-    runnable, _ = cpu_copy(nbformat.read(notebook_path, as_version=4))
-    found = solutions_shown(runnable, cwd=LESSONS)
-    assert not found, f"{notebook_path.name} shows reference solutions:\n" + "\n".join(
-        f"  cell {index} ({runnable.cells[index].source.splitlines()[-1][:60]!r}): "
-        + ", ".join(map(str, shown))
-        for index, shown in found.items()
-    )

@@ -4,7 +4,9 @@ Each `lessons/*.ipynb` is executed by a fresh Python kernel of this interpreter,
 interpreter switched on (`TRITON_INTERPRET=1`) and CUDA hidden. A code cell tagged `gpu` only
 means something on a GPU: the copy that runs has its source replaced by a line that says it was
 skipped, so the learner-facing notebook on disk is never touched. Each notebook has
-`NOTEBOOK_LIMIT_S` seconds in all.
+`NOTEBOOK_LIMIT_S` seconds in all. The same run's outputs are searched for any reference
+solution region a cell shows (`test_no_solution_shown.py`): a lesson never shows the answer
+before the learner writes it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ KERNEL_NAME = "python3"
 GPU_TAG = "gpu"
 SKIPPED_NOTE = "skipped on CPU: this cell needs a GPU"
 NOTEBOOK_LIMIT_S = 180
+PAGER_AS_OUTPUT = "--InteractiveShell.display_page=True"  # %psource, ?? print into the cell
 
 # A data URI of an image, wherever it hides: in markdown, in HTML or in an attachment.
 IMAGE_BLOB = re.compile(r"data:image/[a-z0-9.+-]+;base64,", re.IGNORECASE)
@@ -97,6 +100,7 @@ def test_the_notebook_runs_on_a_cpu(notebook_path: Path, tmp_path: Path):
         timeout=NOTEBOOK_LIMIT_S,  # per cell; the whole notebook is held to it below
         startup_timeout=60,
         shutdown_kernel="immediate",  # a graceful shutdown waits seconds for nothing here
+        extra_arguments=[PAGER_AS_OUTPUT],  # what %psource and ?? page shows in the outputs
         # The kernel starts in lessons/, as it does when a learner opens the notebook there.
         resources={"metadata": {"path": str(LESSONS)}},
     )
@@ -119,6 +123,14 @@ def test_the_notebook_runs_on_a_cpu(notebook_path: Path, tmp_path: Path):
     ]
     assert sum(SKIPPED_NOTE in text for text in printed) == skipped, (
         "every skipped cell should say so in its output"
+    )
+    from test_no_solution_shown import solutions_in  # the same run, searched for solutions
+
+    found = solutions_in(executed)
+    assert not found, f"{notebook_path.name} shows reference solutions:\n" + "\n".join(
+        f"  cell {index} ({runnable.cells[index].source.splitlines()[-1][:60]!r}): "
+        + ", ".join(map(str, shown))
+        for index, shown in found.items()
     )
     print(f"{notebook_path.name}: {elapsed:.1f} s, {skipped} gpu cell(s) skipped")
 
