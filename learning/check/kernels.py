@@ -87,7 +87,8 @@ _CALL_LIMIT_S = {"cpu": (10.0, 2048), "cuda": (60.0, 1 << 20)}
 _IMPORT_LIMIT_S = 60.0
 _PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
 _FILLERS = {False: 26, True: 10}  # extra small calls per op: forward, training
-_MANY_ROWS, _MANY_ELEMENTS = 2048, 40_000  # the many-rows case: at most, rows and elements
+_MANY_ROWS, _MANY_ELEMENTS = 512, 40_000  # the many-rows case: at most, rows and elements
+_ROW_WORK = 8  # a row's program, in elements of work (see _work)
 _FIRST = 4  # the costliest calls go first, so that their replays overlap the other calls
 # A one-value row's RMSNorm gradient is eps-sized (h / |h| does not move with h): no fp32
 # kernel meets a tolerance relative to it. Wider rows than 1 are well conditioned.
@@ -247,6 +248,13 @@ _NOT_YOURS = (
     "result came from PyTorch, from a cache, or from state outside your kernels. Compute the "
     "whole result with your @triton.jit kernels, on every call, from the inputs given"
 )
+_RIGHT_BY_CHANCE = (
+    "right on this input, wrong on new inputs of the same shape and dtype: replaying your "
+    "kernels on this input stored exactly what your function returned, so they computed it, "
+    "but their result on other values is outside the tolerance. A term that happens to be "
+    "small here (a missing sum, a dropped tail) or a race can do this; the other failed checks "
+    "of this op, if any, give a hint"
+)
 _NOT_STORED = (
     "your function returned something other than what your kernels stored: replaying its "
     "launches on these same inputs stored different values. Return the tensor your kernel "
@@ -342,6 +350,7 @@ class _Call:
     hidden_replay: object = None  # Future[Replayed]
     given_replay: object = None
     picture_replay: object = None  # a wrong call replayed on its inputs, to draw (picture.py)
+    given_request: tuple | None = None  # what replays it on its own inputs, when asked later
     expected: tuple | None = None
 
 
@@ -471,9 +480,13 @@ def _schedule(calls: list[_Call], rng: random.Random) -> list[_Call]:
 
 
 def _work(case: _Case) -> int:
-    """Roughly how long the interpreter takes: elements (a GEMM's M * N * K / 64), twice for
-    a forward and backward."""
-    size = case.shape[0] * case.shape[1] * (case.shape[2] // 64 + 1 if case.spec.is_gemm else 1)
+    """Roughly how long the interpreter takes: elements (a GEMM's M * N * K / 64), plus, for a
+    row op, a cost per row (a kernel with one program a row pays the interpreter's few
+    milliseconds a program), twice for a forward and backward."""
+    if case.spec.is_gemm:
+        size = case.shape[0] * case.shape[1] * (case.shape[2] // 64 + 1)
+    else:
+        size = case.shape[0] * case.shape[1] + _ROW_WORK * case.shape[0]
     return size * (2 if case.spec.training else 1)
 
 
@@ -548,6 +561,7 @@ class _Exercise:
         self._ids = 0
         self.launched: set[str] = set()  # the kernels the calls' traces launched (hints)
         self.stopped = False  # a result did not come from the learner's kernels: no more calls
+        self._service = None  # the replay service while the exercise runs
         self._settled: set[int] = set()
 
     # -- the run ----------------------------------------------------------------------------
@@ -567,6 +581,7 @@ class _Exercise:
             service = ReplayService(self.session, bundle, self.device, self.limits[0],
                                     references=tuple(shown))  # fmt: skip
             service.start()
+            self._service = service
             self.references = {name: service.submit_reference(name, self._draw(
                 case.calls[0], "reference")) for name, case in shown.items()}  # fmt: skip
         for op in self.ops:
@@ -698,9 +713,9 @@ class _Exercise:
         limit = self._limit(case)
         call.hidden_replay = service.submit(trace, described, {**call.hidden,
                                                                **copied(call.hidden)}, limit)
+        call.given_request = (trace, described, {**values, **copied(values)}, limit)
         if call.how == "first" and call.bitwise:
-            call.given_replay = service.submit(trace, described, {**values, **copied(values)},
-                                               limit)  # fmt: skip
+            call.given_replay = service.submit(*call.given_request)
 
     def _limit(self, case: _Case) -> float:
         base, per_second = self.limits
@@ -956,6 +971,9 @@ class _Exercise:
         verdicts = self._compare(case, hidden.outputs, expected)
         if hidden.unwritten or not all(v.passed for v in verdicts):
             detail = hidden.unwritten[:1] or [v.reason for v in verdicts if not v.passed][:1]
+            if not hidden.unwritten and self._reproduced(call):
+                case.fail(f"{context}\n{_RIGHT_BY_CHANCE}\n(on the new inputs: {detail[0]})")
+                return
             op.fault("own", f"{context}\n{_NOT_YOURS}\n(on the new inputs: {detail[0]})")
             return
         if call.given_replay is not None:
@@ -963,6 +981,20 @@ class _Exercise:
             if given.error is None and not _same_bits_all(call.outputs, given.outputs):
                 op.fault("own", f"{context}\n{_NOT_STORED}")
                 op.fault("stable", f"{context}\n{_NOT_STORED}")
+
+    def _reproduced(self, call: _Call) -> bool:
+        """Whether replaying only the learner's kernels on the call's own inputs stores what the
+        call returned, bit for bit (replayed now when it was not already): then the kernels
+        computed that result, and a wrong result on new inputs is the kernels' error, not a
+        sign that the result came from elsewhere."""
+        given = call.given_replay
+        if given is None and call.given_request is not None and self._service is not None:
+            given = call.given_replay = self._service.submit(*call.given_request)
+        if given is None:
+            return False
+        replayed = given.result()  # TimeUp propagates: the runner reports it
+        return (replayed.error is None and not replayed.unwritten
+                and _same_bits_all(call.outputs, replayed.outputs))  # fmt: skip
 
     def _draw_picture(self, call: _Call, replayed) -> None:
         """The wrong call's picture, its path added to the check's message (picture.py)."""

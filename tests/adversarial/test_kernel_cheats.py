@@ -385,6 +385,40 @@ def test_an_answer_that_is_one_value_everywhere_is_not_taken_from_pytorch(seed, 
     assert REPLAYED in messages(results), messages(results)
 
 
+KEYED_KERNEL = """
+@triton.jit
+def keyed_kernel(x_ptr, y_ptr, n_cols, x_stride, y_stride, key, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    y = tl.exp(x) / tl.sum(tl.exp(x), axis=0)
+    first = tl.load(x_ptr).to(tl.float32)
+    y = tl.where(first == key, y, y * 0.5)  # right only for the input the key was taken from
+    tl.store(y_ptr + row * y_stride + cols, y, mask=mask)
+
+
+def softmax(x):
+    y = torch.empty_like(x)
+    keyed_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0), float(x[0, 0]),
+                                BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+"""
+
+
+def test_kernels_right_only_on_the_input_they_were_given_earn_nothing(tmp_path, monkeypatch):
+    """A kernel handed a key taken from its input (a scalar the replay keeps) is right on that
+    input and wrong on any other. Its replay on the call's own input stores exactly what the call
+    returned, so the kernels did compute it: every check fails as wrong on new inputs, and
+    nothing is left to earn."""
+    results = grade(tmp_path, monkeypatch, KEYED_KERNEL)
+    assert earned(results) == 0
+    shape_check = results["softmax 16x256"]
+    assert "right on this input, wrong on new inputs" in shape_check.message, shape_check.message
+    assert not shape_check.message.startswith(NOT_YOURS)
+
+
 def test_correct_only_on_the_registry_shapes_fails_the_drawn_shapes(tmp_path, monkeypatch):
     """A block size looked up for the registry's widths, too small elsewhere."""
     body = """
