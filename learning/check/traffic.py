@@ -146,7 +146,7 @@ def check(spec: ops.OpSpec, cases, reference: dict | None, labels,
           blocked: str | None = None) -> CheckResult:  # fmt: skip
     """The op's traffic as a check of no points: its message the sentence for the
     representative case, its ``cases`` every case's count (for ``--json``); ``blocked``: why
-    the op's checks did not run, said instead."""
+    the op's checks did not run, said instead, and the check then fails like every other."""
     entries = [case_entry(c.check, spec, c.shape, c.dtype, named(c.traffic, labels))
                for c in cases if c.traffic is not None]  # fmt: skip
     shown = representative(cases)
@@ -154,7 +154,7 @@ def check(spec: ops.OpSpec, cases, reference: dict | None, labels,
     if blocked or shown is None or shown.traffic is None:
         message = blocked or (f"no traffic counted: no call of {spec.name} on a registry shape "
                               "passed and was replayed under the interpreter")  # fmt: skip
-        return CheckResult(name, True, 0.0, message, cases=tuple(entries))
+        return CheckResult(name, not blocked, 0.0, message, cases=tuple(entries))
     sizes = tensor_sizes(spec, shown)
     sizes = {label: sizes[f"output {i}"] for i, label in enumerate(labels)} | sizes
     message = summary(spec, shown, named(shown.traffic, labels), reference, sizes)
