@@ -11,14 +11,14 @@ before the learner writes it.
 
 from __future__ import annotations
 
-import copy
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from learning import manifest
 
 # the course extra (pip install -e ".[course]"); without it these tests are skipped
 nbformat = pytest.importorskip("nbformat")
@@ -27,12 +27,20 @@ KernelManager = pytest.importorskip("jupyter_client.manager").KernelManager
 NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from lesson_time import (  # noqa: E402  (what a lesson's time is made of)
+    GPU_TAG,
+    SKIPPED_NOTE,
+    cpu_copy,
+    fits,
+    kernel_environment,
+    reading_minutes,
+)
+
 LESSONS = ROOT / "lessons"
 NOTEBOOKS = sorted(LESSONS.glob("*.ipynb"))
 
 KERNEL_NAME = "python3"
-GPU_TAG = "gpu"
-SKIPPED_NOTE = "skipped on CPU: this cell needs a GPU"
 NOTEBOOK_LIMIT_S = 180
 PAGER_AS_OUTPUT = "--InteractiveShell.display_page=True"  # %psource, ?? print into the cell
 
@@ -45,28 +53,6 @@ IMAGE_REFERENCE = re.compile(
     r"|^(?:`{3,}|:{3,})\{(?:image|figure)\}\s+(\S+)",
     re.MULTILINE,
 )
-
-
-def cpu_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
-    """A copy of ``notebook`` whose `gpu`-tagged code cells only print that they were skipped."""
-    runnable = copy.deepcopy(notebook)
-    skipped = 0
-    for cell in runnable.cells:
-        if cell.cell_type == "code" and GPU_TAG in cell.get("metadata", {}).get("tags", []):
-            cell.source = f'print("{SKIPPED_NOTE}")'
-            skipped += 1
-    return runnable, skipped
-
-
-def kernel_environment() -> dict[str, str]:
-    environment = dict(os.environ)
-    environment.update(
-        TRITON_INTERPRET="1",  # Triton kernels run in its interpreter, on the CPU
-        CUDA_VISIBLE_DEVICES="",  # the same CPU run on a machine that has a GPU
-        MPLBACKEND="module://matplotlib_inline.backend_inline",
-        PYDEVD_DISABLE_FILE_VALIDATION="1",  # quiets a debugger warning on stderr
-    )
-    return environment
 
 
 def test_the_kernel_is_this_interpreter():
@@ -88,7 +74,8 @@ def test_the_kernel_is_this_interpreter():
 @pytest.mark.timeout(NOTEBOOK_LIMIT_S + 60)  # a backstop behind the limit asserted below
 @pytest.mark.parametrize("notebook_path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_the_notebook_runs_on_a_cpu(notebook_path: Path, tmp_path: Path):
-    """Does every cell run without an error, within the notebook's time limit?"""
+    """Does every cell run without an error, within the notebook's time limit, and does the
+    lesson fit its stated minutes (reading at 200 words a minute, plus this run)?"""
     notebook = nbformat.read(notebook_path, as_version=4)
     runnable, skipped = cpu_copy(notebook)
     copy_path = tmp_path / notebook_path.name
@@ -123,6 +110,17 @@ def test_the_notebook_runs_on_a_cpu(notebook_path: Path, tmp_path: Path):
     ]
     assert sum(SKIPPED_NOTE in text for text in printed) == skipped, (
         "every skipped cell should say so in its output"
+    )
+    stated = next(
+        lesson.minutes for lesson in manifest.load().lessons.values()
+        if Path(lesson.notebook).name == notebook_path.name
+    )  # fmt: skip
+    reading = reading_minutes(notebook_path.with_suffix(".md"))
+    assert fits(stated, reading, elapsed), (
+        f"{notebook_path.name} states {stated} minutes, but reading it at 200 words a minute "
+        f"takes {reading:.0f} and its cells {elapsed / 60:.1f} more: shorten it (move history "
+        "to the case study or an appendix) or state the minutes it takes "
+        "(python scripts/lesson_time.py --run prints the table)"
     )
     from test_no_solution_shown import solutions_in  # the same run, searched for solutions
 
