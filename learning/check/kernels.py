@@ -289,18 +289,23 @@ def points_for(exercise: str) -> float:
 
 
 def run(
-    exercise: str, impl: str = "exercises", session: Session | None = None
+    exercise: str, impl: str = "exercises", session: Session | None = None, *,
+    focus: Callable[[list[_Case]], list[_Case]] | None = None,
 ) -> list[CheckResult]:
     """Grade ``exercise`` against the implementation package ``impl``, through ``session``'s
-    worker (a session of its own when None)."""
+    worker (a session of its own when None).
+
+    ``focus`` (for checks that show one guard at work, ``learning.check.harness``) is given
+    each op's planned cases and returns the few to run, their calls trimmed as it likes; the
+    grading of what runs is unchanged."""
     table = ops.exercises()
     if exercise not in table:
         raise ValueError(f"unknown kernel exercise {exercise!r}; choose one of {', '.join(table)}")
     if session is None:
         with Session(exercise, impl, kernels=True) as own:
-            return run(exercise, impl, own)
+            return run(exercise, impl, own, focus=focus)
     ops.numerics_policy()
-    return _Exercise(exercise, impl, session, table[exercise]).grade()
+    return _Exercise(exercise, impl, session, table[exercise], focus).grade()
 
 
 # --------------------------------------------------------------------------- the plan
@@ -551,11 +556,12 @@ class _Op:
 
 
 class _Exercise:
-    def __init__(self, exercise: str, impl: str, session: Session, specs):
+    def __init__(self, exercise: str, impl: str, session: Session, specs, focus=None):
         self.exercise, self.impl, self.session = exercise, impl, session
         self.device = runtime.default_device()
         rng = random.Random(derive_seed(session.seed, "plan", exercise))
-        self.ops = [_Op(spec, _plan(spec, rng)) for spec in specs]
+        planned = [(spec, _plan(spec, rng)) for spec in specs]
+        self.ops = [_Op(spec, focus(cases) if focus else cases) for spec, cases in planned]
         self.order = _schedule([c for op in self.ops for case in op.cases for c in case.calls], rng)
         self.limits = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
         self._ids = 0
