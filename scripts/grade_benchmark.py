@@ -5,7 +5,7 @@
 
 Makes one genuine CPU report (``kernel-bench --impl learner`` in a learner's clone of this
 checkout), then a class of learners in a temporary folder: each learner's own
-``exercises/kernels/add.py`` (the reference's kernel plus a line naming the learner, so no two
+``exercises/kernels/add.py`` (the solved exercise plus a line naming the learner, so no two
 are alike) and copies of the report fingerprinting it. Then it times
 :func:`learning.grade.validate_reports` over the class, in a fresh process state: schema,
 fingerprints against each submission and this checkout, the copying index, the figures,
@@ -28,6 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
+
 from learning.grade import find_submissions, load_release, validate_reports  # noqa: E402
 from learning.grade.clone import make_clone, run_bench  # noqa: E402
 
@@ -37,7 +39,7 @@ BENCH = ["--op", "add", "--shape", "16", "256", "--dtype", "float32", "--samples
 
 
 def make_class(folder: Path, report: dict, clone: Path, learners: int, per_learner: int) -> None:
-    kernel = (REPO / "reference" / "kernels" / "add.py").read_text()
+    kernel = make_exercises.solved(KERNEL).decode()
     for number in range(learners):
         learner = f"learner{number:04d}"
         submission = folder / learner
@@ -59,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grade-benchmark-") as scratch:
         work = Path(scratch)
-        solution = REPO / "reference" / "kernels" / "add.py"
+        solution = work / "add.py"  # the learner's file once every TODO is done
+        solution.write_bytes(make_exercises.solved(KERNEL))
         clone = make_clone(work / "clone", REPO, {KERNEL: solution})
         report = json.loads(run_bench(clone, BENCH, work / "add.json").read_text())
         make_class(work / "class", report, clone, args.learners, args.reports_per_learner)

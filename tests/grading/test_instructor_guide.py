@@ -6,8 +6,8 @@ on a made-up class: a copy of this course made into a git repository of its own 
 a clone of it, and one (bob) whose folder holds the untouched exercises and no report. Only two
 things are changed, both named in the guide: placeholders in capitals are replaced by this
 test's paths, and a line ending in ``# try-out adds: OPTIONS`` gets OPTIONS added. Between the
-learner's clone and their benchmark, the test does the learner's work: the reference's add
-kernel and measurement answers are copied into the clone.
+learner's clone and their benchmark, the test does the learner's work: the add kernel and the
+measurement answers, solved (the exercises with their solutions left in), go into the clone.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 pytest.importorskip("nbgrader")
 pytestmark = pytest.mark.slow
@@ -111,8 +114,9 @@ def test_every_command_of_the_guide_runs(tmp_path):
             text = re.sub(rf"\b{name}\b", value, text)
         learners = "git clone" in text or text.startswith("cd kernel-workshop")
         if "kernel-bench" in text:  # the learner's work, done before they time it
-            for part in ("kernels/add.py", "measurement.py"):
-                shutil.copyfile(course / "reference" / part, clone / "exercises" / part)
+            for part in ("kernels/add.py", "measurement.py"):  # the copy, solutions left in
+                solved = make_exercises.solved(f"exercises/{part}", course)
+                (clone / "exercises" / part).write_bytes(solved)
         root = clone if clone.is_dir() else course
         env = {**base, "PYTHONPATH": str(root if learners else course)}
         _run(text, home if learners else course, env)

@@ -353,7 +353,10 @@ def test_the_tile_count_check_never_draws_a_single_tile_case():
         assert all(math.ceil(size / tile) >= 2 for size, tile in zip(shape, tiles, strict=True))
 
 
-SEEDS = (0, 1, 2, 3, 4, 3212148989)  # the last: the CI seed that once let a mistake through
+# The run's own seed draws new inputs every run; these two are replayed every run as well: 0,
+# and the seed that once let a mistake through (one tile a dimension). Each seed is a whole
+# run of the exercise's checks, so more fixed seeds buy little beyond the fresh one a run.
+SEEDS = (0, 3212148989)
 
 
 @each_mistake
@@ -363,7 +366,7 @@ def test_a_typical_mistake_fails_with_its_hint_whatever_the_seed(
     """Does each typical mistake fail its check, and does the message show the input, what was
     expected, what came back, and a hint that names the mistake? The checker draws its inputs
     from a fresh seed each run: a mistake caught under one seed must be caught under every
-    seed (here, the run's own and six fixed ones), all through one worker."""
+    seed (here, the run's own and two fixed ones), all through one worker."""
     impl = _package(tmp_path, monkeypatch, module, _mistake(module, old, new))
     with Session(exercise, impl) as session:  # one worker for every seed
         failed = _failed(foundations.run(exercise, impl, session))

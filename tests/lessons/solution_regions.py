@@ -37,6 +37,7 @@ class Region:
     first: int  # 1-based line of the BEGIN marker
     last: int  # of the END marker
     runs: frozenset[tuple[str, ...]]  # its runs of lines that the learner's copies lack
+    spec: bool = False  # all of it is code the engine shows as the spec (see regions())
 
     def __str__(self) -> str:
         return f"{self.path}:{self.first}-{self.last}"
@@ -56,9 +57,14 @@ def regions(root: Path = ROOT) -> tuple[Region, ...]:
 
     A run of a region's lines that a learner's copy holds as well (the reference repeats a
     few lines of a solution in code it does not strip: tile arithmetic, say) gives nothing
-    away, so it does not count; every region keeps runs that do (a test proves it)."""
+    away, so it does not count; nor does one that the engine's own source holds: the course
+    shows the registry (`learning/ops.py`) as the spec, and a solution that is that spec,
+    written out again (`residual_rmsnorm` is `ops.rmsnorm_composition`), is ``spec``, with no
+    runs. Every other region keeps runs that count (a test proves it)."""
     copies = make_exercises.plan(root).values()
     learners = [_code_lines(copy.content.decode("utf-8")) for copy in copies]
+    learners += [_code_lines(path.read_text(encoding="utf-8"))
+                 for path in sorted((root / "learning").rglob("*.py"))]  # fmt: skip
     found = []
     for copy in copies:
         if not copy.reference.endswith(".py"):
@@ -69,8 +75,15 @@ def regions(root: Path = ROOT) -> tuple[Region, ...]:
             code = [line for line in code if not line.startswith(make_exercises.TODO)]
             length = min(WINDOW, len(code))
             runs = _runs(code, length).difference(*(_runs(text, length) for text in learners))
-            found.append(Region(copy.reference, region.begin + 1, region.end + 1, frozenset(runs)))
+            spec = not runs and any(_holds(text, code) for text in learners[len(copies):])
+            found.append(Region(copy.reference, region.begin + 1, region.end + 1,
+                                frozenset(runs), spec))  # fmt: skip
     return tuple(found)
+
+
+def _holds(text: list[str], code: list[str]) -> bool:
+    """Whether the lines ``code`` appear in ``text`` in order, one after another."""
+    return any(text[i : i + len(code)] == code for i in range(len(text) - len(code) + 1))
 
 
 def without_colours(text: str) -> str:

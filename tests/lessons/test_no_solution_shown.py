@@ -88,8 +88,9 @@ def solutions_in(executed) -> dict[int, list]:
 
 def test_every_region_can_be_caught():
     """Does each region hold a run of lines that the learner's copy lacks, so showing it can be
-    told from showing the skeleton?"""
-    hidden = [str(region) for region in regions() if not region.runs]
+    told from showing the skeleton? (A region that is the engine's own spec written out again,
+    such as ``gemm_flops``'s ``2 * m * n * k``, gives nothing away and is exempt.)"""
+    hidden = [str(region) for region in regions() if not region.runs and not region.spec]
     assert not hidden, f"these regions repeat code the learners' copies hold: {hidden}"
 
 
@@ -98,8 +99,8 @@ def test_a_reference_file_shows_each_of_its_regions():
     region's lines, indented anew, that region?"""
     for path in sorted({region.path for region in regions()}):
         text = (ROOT / path).read_text(encoding="utf-8")
-        assert set(shown_regions(text)) == {r for r in regions() if r.path == path}, path
-    for region in regions():
+        assert set(shown_regions(text)) == {r for r in regions() if r.path == path and r.runs}, path
+    for region in (region for region in regions() if region.runs):
         run = "\n".join(sorted(region.runs)[0])
         assert region in shown_regions(textwrap.indent(run, "        ")), region
 
