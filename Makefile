@@ -10,6 +10,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# One pytest-xdist worker a core; the tests that share the reference's graded run (the
+# `reference` group) stay on one worker. PARALLEL= runs the suite in one process.
+PARALLEL ?= -n auto --dist loadgroup
 
 .PHONY: course test test-fast lab-test lint exercises notebooks clean-venv
 
@@ -29,11 +32,11 @@ course: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL)
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow"
 
 lab-test: $(STAMP)
 	$(BIN)/python -m pytest -q lab

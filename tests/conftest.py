@@ -62,18 +62,37 @@ def pytest_collection_finish(session):
 @pytest.fixture(scope="session")
 def reference_report():
     """``reference_report(name)``: the checker's report on the reference for exercise ``name``
-    (``check_exercise(name, "reference")``, its check process and all), made once a session.
+    (``check_exercise(name, "reference")``, its check process and all), made once a session;
+    ``reference_report.launched[name]``: the kernels that run launched (a kernel exercise's).
 
-    Grading the reference is the slowest part of several tests that each ask whether it earns
-    every point (``tests/learning/test_check_kernels.py``, ``tests/scripts/test_make_exercises
-    .py``); the report is the same each time, so they share it."""
+    Grading the reference is the slowest part of several tests that each ask something of it
+    (``tests/learning/test_check_kernels.py``: does it earn every point;
+    ``test_check_kernel_paths.py``: does some check launch every kernel of its file;
+    ``test_check_traffic.py``: does it move its logical bytes); the run is the same each time,
+    so they share it. Under pytest-xdist they share one worker (the ``reference`` group)."""
+    from learning.check import kernels
     from learning.check.runner import check_exercise  # imports `learning`: only when used
 
-    reports = {}
+    reports, launched = {}, {}
 
     def report(name: str):
         if name not in reports:
-            reports[name] = check_exercise(name, "reference")
+            seen: set[str] = set()
+            grade = kernels._Exercise.grade
+
+            def grading(self):  # the trusted side's own record of what the traces launched
+                try:
+                    return grade(self)
+                finally:
+                    seen.update(self.launched)
+
+            kernels._Exercise.grade = grading
+            try:
+                reports[name] = check_exercise(name, "reference")
+            finally:
+                kernels._Exercise.grade = grade
+            launched[name] = frozenset(seen)
         return reports[name]
 
+    report.launched = launched
     return report

@@ -21,7 +21,6 @@ import torch
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning import ops
 from learning.check import kernel_hints, kernels
-from learning.check.remote import Session
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "reference" / "kernels"
@@ -184,18 +183,18 @@ MODULES = sorted({spec.module for specs in ops.exercises().values() for spec in 
         ops.exercises()[name][0].training for name in _exercises_of(module)) else [])
     for module in MODULES
 ])  # fmt: skip
-def test_every_kernel_of_a_file_is_launched_by_some_check(module):
+@pytest.mark.xdist_group("reference")
+def test_every_kernel_of_a_file_is_launched_by_some_check(module, reference_report):
     """Does grading the reference, over every exercise of an op module, launch every kernel
     the module defines? A kernel no check launches is a path a learner writes and nobody
-    grades. (A Hopper-only Gluon module is a helper of its own, not an op module.)"""
+    grades. (A Hopper-only Gluon module is a helper of its own, not an op module.) The runs
+    are the ones test_check_kernels.py's reference test grades (``reference_report``)."""
     kernel_file = REPO / "reference" / (module.replace(".", "/") + ".py")
     wanted = {f"kernels/{kernel_file.name}::{name}" for name in _launched_kernels(kernel_file)}
     launched: set[str] = set()
     for exercise in _exercises_of(module):
-        with Session(exercise, "reference", kernels=True) as session:
-            graded = kernels._Exercise(exercise, "reference", session, ops.exercises()[exercise])
-            assert failures(graded.grade()) == {}
-        launched |= graded.launched
+        assert failures(reference_report(exercise).checks) == {}
+        launched |= reference_report.launched[exercise]
     assert wanted - launched == set()
 
 

@@ -103,11 +103,13 @@ TRAINING = tuple(name for name, specs in ops.exercises().items() if specs[0].tra
     "exercise",
     [*FAST, *(pytest.param(name, marks=pytest.mark.slow) for name in TRAINING)],
 )
+@pytest.mark.xdist_group("reference")  # one worker grades the reference for all its users
 def test_reference_passes_every_check(exercise, reference_report):
     """Does the reference implementation earn every point of each kernel exercise?
 
     The results are ``kernels.run(exercise, "reference")``'s, from the checker's own check
-    process (shared with tests/scripts/test_make_exercises.py, which grades the same run)."""
+    process (shared with test_check_kernel_paths.py and test_check_traffic.py, which read the same
+    run)."""
     if not reference_available(exercise):
         pytest.skip(f"reference kernels for {exercise} do not import yet")
     results = reference_report(exercise).checks

@@ -150,6 +150,7 @@ def test_the_reference_softmax_without_its_row_clamp_fails_on_its_loads(tmp_path
     assert "hint: mask every load" in message
 
 
+@pytest.mark.xdist_group("reference")
 def test_reference_softmax_moves_its_logical_bytes(reference_report):
     """Does ``learning.check softmax --reference --json`` report, for every case its one-pass
     kernel runs, loaded plus stored bytes within 1.00-1.05x of the registry's logical bytes,
