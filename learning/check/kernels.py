@@ -731,11 +731,13 @@ class _Exercise:
         try:
             return self.session.ask(request, self._limit(case))
         except CallTimedOut as stopped:
+            where = (f"\nwhen it was stopped (as its process reported): {stopped.where}"
+                     if stopped.where else "")  # fmt: skip
             case.fail(
                 f"{context}\ndid not return within {stopped.limit_s:g} s, so the check process "
-                "was stopped (a fresh one runs the other checks)\nhint: look for a loop that "
-                "never ends: a `while` in a kernel whose condition no program changes, or a "
-                "wait that nothing ends"
+                f"was stopped (a fresh one runs the other checks){where}\nhint: look for a loop "
+                "that never ends: a `while` in a kernel whose condition no program changes, or "
+                "a wait that nothing ends"
             )
         except ProcessDied as died:
             case.fail(f"{context}\nthe check process was stopped during this call: "

@@ -32,11 +32,17 @@ import dataclasses
 import io
 import os
 import select
+import signal
 import struct
 import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+# A worker asked what it is running before it is stopped for taking too long: the signal the
+# checker sends, and the prefix of the one line the worker writes to its log in answer.
+WHERE_SIGNAL = signal.SIGUSR1
+WHERE_PREFIX = "still running: "
 
 TAG = "__remote__"
 HEADER = struct.Struct(">Q")

@@ -43,12 +43,17 @@ _KEPT_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TEMP", 
 _KEPT_PREFIXES = ("LC_", "CUDA_", "TRITON_", "NVIDIA_", "HIP_", "ROCR_")
 
 
-class CallTimedOut(Exception):
-    """A request did not finish within its limit; the process was killed."""
+_WHERE_WAIT_S = 0.5  # how long a stopped worker has to say what it was running
 
-    def __init__(self, limit_s: float):
+
+class CallTimedOut(Exception):
+    """A request did not finish within its limit; the process was killed. ``where``: what the
+    process said it was running when asked just before (a hint: it is the learner's process)."""
+
+    def __init__(self, limit_s: float, where: str | None = None):
         super().__init__(f"did not return within {limit_s:g} s")
         self.limit_s = limit_s
+        self.where = where
 
 
 class ProcessDied(Exception):
@@ -165,8 +170,9 @@ class Child:
         try:
             payload = protocol.read_frame(self._replies, deadline, protocol.MAX_REPLY_BYTES)
         except protocol.FrameTimeout:
+            where = self._where()
             self.kill()
-            raise CallTimedOut(limit_s) from None
+            raise CallTimedOut(limit_s, where) from None
         except (protocol.ChannelClosed, OSError):
             raise self._died() from None
         except protocol.BadReply:
@@ -205,6 +211,26 @@ class Child:
         else:
             reason = "it closed its reply pipe without replying"
         return ProcessDied(reason, self.log_tail())
+
+    def _where(self) -> str | None:
+        """Ask the process what it is running (``protocol.WHERE_SIGNAL``) and wait a moment for
+        its line in the log; None without an answer. Only the worker answers; any other process the
+        signal reaches is killed next anyway."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return None
+        try:
+            os.kill(process.pid, protocol.WHERE_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            return None
+        waited = time.monotonic() + _WHERE_WAIT_S
+        while time.monotonic() < waited:
+            lines = self.log_tail().splitlines()
+            said = [line for line in lines if line.startswith(protocol.WHERE_PREFIX)]
+            if said:
+                return said[-1][len(protocol.WHERE_PREFIX):][:300]
+            time.sleep(0.02)
+        return None
 
     def kill(self) -> None:
         process = self.process

@@ -27,8 +27,10 @@ prints go to the log the checker shows (file descriptors 1 and 2), never into th
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -346,11 +348,40 @@ def _checker_object(module: str, name: str, fields: dict):
     return cls(**fields) if isinstance(cls, type) else None
 
 
+def _say_where(prefix: str, signum, frame) -> None:
+    """Asked before a stop for taking too long: write the kernel and the program Triton's
+    interpreter is running, and the grid, to the log (one line starting with ``prefix``). The
+    learner's code could replace this handler: what it writes is a hint in a message, never a
+    verdict."""
+    kernel, grid = None, None
+    while frame is not None:
+        runner = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__call__" and hasattr(runner, "fn") and (
+            "grid" in frame.f_locals
+        ):
+            kernel, grid = getattr(runner.fn, "__name__", None), frame.f_locals.get("grid")
+            break
+        frame = frame.f_back
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if kernel is None or interpreter is None:
+        line = ("not inside a kernel Triton's interpreter runs: Python code around the "
+                "launches, or on a GPU a wait for a kernel that does not end")  # fmt: skip
+    else:
+        program = getattr(interpreter.interpreter_builder, "grid_idx", None)
+        line = f"kernel {kernel}, program {tuple(program) if program else '?'} of grid {grid}"
+    sys.stderr.write(f"\n{prefix}{line}\n")
+    sys.stderr.flush()
+
+
 def main(program: int, requests: int, replies: int, kernels: bool) -> None:
     """Entry point of the bootstrap (:mod:`learning.check.remote`), which has read this program
     from the descriptor ``program`` and closed it."""
     os.dup2(2, 1)  # the learner's prints, Python's and C's alike, go to the log
     sys.stdout = sys.stderr
+    from learning.check.protocol import WHERE_PREFIX, WHERE_SIGNAL
+
+    # Before any learner code, and with everything it needs imported: a handler must not import.
+    signal.signal(WHERE_SIGNAL, functools.partial(_say_where, WHERE_PREFIX))
     one_intra_op_thread()
     Worker(requests, replies, kernels).serve()
     sys.stderr.flush()

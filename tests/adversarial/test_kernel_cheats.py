@@ -466,6 +466,8 @@ def test_a_hung_kernel_fails_its_check_and_the_others_still_run(tmp_path, monkey
     assert time.perf_counter() - started < 60
     message = results["softmax 16x256"].message
     assert message.startswith("input: softmax 16x256 ") and "did not return within" in message
+    # where it was: the worker, asked before it was stopped, names the kernel and its program
+    assert "kernel hanging_kernel, program (0, 0, 0) of grid (16, 1, 1)" in message, message
     assert results["softmax 37x781"].passed and results["softmax odd widths"].passed
 
 

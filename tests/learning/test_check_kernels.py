@@ -209,9 +209,12 @@ def test_unmasked_tail_read_is_named(tmp_path, monkeypatch):
     results = failures(kernels.run("reductions", package))
     assert "sum 16x256" not in results  # BLOCK == N: nothing to mask
     assert "max 37x781" not in results
-    message = results["sum 37x781"]
-    assert "your kernel read past the end of the row/tensor x" in message
-    assert "mask the tail" in message.lower()
+    assert "sum 37x781" in results
+    # The rerun that moves the guards runs on the first few failures of an op (their order is
+    # the run's shuffle): one of the failed sum checks says what the fault is.
+    hinted = [m for name, m in results.items() if name.startswith("sum ")
+              and "your kernel read past the end of the row/tensor x" in m]  # fmt: skip
+    assert hinted and "mask the tail" in hinted[0].lower(), results
 
 
 SUM_DOWN_THE_COLUMNS = HEADER + ROW_MAX + """
