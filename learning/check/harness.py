@@ -90,8 +90,10 @@ class Cheat:
 CHEATS = (
     Cheat("reused_output", "an earlier call's output handed back", (_FRESH,),
           _repeat_calls(("first", "again"))),
-    Cheat("pointer_cache", "a cache keyed on the input's pointer, shape and stride", (_REPEAT,),
-          _repeat_calls(("first", "again", "refill"))),
+    # A refilled tensor's call gets the stale answer back: the refill's comparison names the
+    # cache; when the call launched nothing, the replay of its (absent) kernels says so first.
+    Cheat("pointer_cache", "a cache keyed on the input's pointer, shape and stride",
+          (_REPEAT, _REPLAY), _repeat_calls(("first", "again", "refill"))),
     Cheat("side_work", "work finished outside the call (a thread, a stream, PyTorch)",
           (_SETTLED, _REPLAY), _first_shape),
 )  # fmt: skip
@@ -185,7 +187,7 @@ def _grade(cheat: Cheat, source: str, folder: Path, session: Session) -> str:
     caught_by = [name for name, words in GUARDS.items() if any(w in said for w in words)]
     if earned >= possible:
         return f"{cheat.function}: {HONEST}.\nIt must be {cheat.what}, and right at least once."
-    claimed = [name for name in caught_by if name in cheat.guards]
+    claimed = [name for name in cheat.guards if name in caught_by]  # the cheat's own order
     if claimed:
         return (
             f"caught, as it should be: {said_there}; the checker refused it, by {claimed[0]}:\n"

@@ -37,7 +37,8 @@ def test_the_reference_cheats_earn_every_point_and_fast():
     assert report.points == report.max_points, [c.message for c in report.checks]
     messages = {c.name: c.message for c in report.checks}
     assert "fresh outputs" in messages["reused_output"]
-    assert "repeat calls on refilled tensors" in messages["pointer_cache"]
+    assert ("repeat calls on refilled tensors" in messages["pointer_cache"]
+            or "hidden-input replay of only your kernels" in messages["pointer_cache"])
     assert "the settled-output check" in messages["side_work"]
     assert elapsed < 60, elapsed
 
