@@ -7,7 +7,11 @@ one process, through ``learning.bench.run`` (each sweep with its own seed, so th
 changes too). For every case's Triton variant it takes the ratio against PyTorch eager in each
 sweep; a ratio's deviation is how far it sits from that case's median ratio over the sweeps.
 Printed per cache mode: the median and the worst deviation, and the cases that moved most.
-GPU only: exits 2 on a CPU.
+
+The same is done for the paired ratio (``paired_vs_eager``: eager's sample over the variant's
+round by round, then the median, with throttled rounds left out), and for the verdicts the
+reports record: how many cases got the same verdict in every sweep, and how many rounds
+NVML saw throttled in each sweep. GPU only: exits 2 on a CPU.
 """
 
 from __future__ import annotations
@@ -28,16 +32,32 @@ if str(SCRIPTS) not in sys.path:
 TARGET_MEDIAN, TARGET_WORST = 0.02, 0.05
 
 
-def ratios(report: dict) -> dict[str, float]:
-    """``"op shape dtype variant" -> ratio_vs_eager`` for every timed Triton variant."""
+def ratios(report: dict, measure: str = "ratio") -> dict:
+    """``"op shape dtype variant" -> figure`` for every timed Triton variant: its
+    ``ratio_vs_eager`` (``measure="ratio"``), its paired ratio (``"paired"``) or its verdict
+    against eager (``"verdict"``)."""
     table = {}
     for case in report["cases"]:
         for variant in case["variants"]:
-            if variant["kind"] == "triton" and variant["ratio_vs_eager"] is not None:
-                shape = "x".join(map(str, case["shape"]))
-                key = f"{case['op']} {shape} {case['dtype']} {variant['name']}"
-                table[key] = variant["ratio_vs_eager"]
+            if variant["kind"] != "triton" or variant["ratio_vs_eager"] is None:
+                continue
+            shape = "x".join(map(str, case["shape"]))
+            key = f"{case['op']} {shape} {case['dtype']} {variant['name']}"
+            versus = variant.get("paired_vs_eager") or {}
+            value = {"ratio": variant["ratio_vs_eager"], "paired": versus.get("paired_ratio"),
+                     "verdict": versus.get("verdict")}[measure]  # fmt: skip
+            if value is not None:
+                table[key] = value
     return table
+
+
+def verdict_agreement(sweeps: list[dict[str, str]]) -> dict:
+    """How many cases got one verdict in every sweep, and the cases that did not."""
+    keys = set.intersection(*(set(s) for s in sweeps)) if sweeps else set()
+    changed = {key: [s[key] for s in sweeps] for key in sorted(keys)
+               if len({s[key] for s in sweeps}) > 1}  # fmt: skip
+    return {"cases": len(keys), "same_in_every_sweep": len(keys) - len(changed),
+            "changed": changed}
 
 
 def deviations(sweeps: list[dict[str, float]]) -> dict[str, list[float]]:
@@ -95,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="stability-") as scratch:
         for cache in args.caches.split(","):
-            sweeps = []
+            sweeps, paired_sweeps, verdict_sweeps, throttled = [], [], [], []
             for sweep in range(args.sweeps):
                 print(
                     f"benchmark_stability: {cache} sweep {sweep + 1}/{args.sweeps}",
@@ -112,9 +132,17 @@ def main(argv: list[str] | None = None) -> int:
                     quiet=True,
                     output=Path(scratch) / f"{cache}-{sweep}.json",
                 )
-                sweeps.append(ratios(run(config).data))
+                data = run(config).data
+                sweeps.append(ratios(data))
+                paired_sweeps.append(ratios(data, "paired"))
+                verdict_sweeps.append(ratios(data, "verdict"))
+                telemetry = data.get("telemetry", {})
+                throttled.append([telemetry.get("flagged_rounds"), telemetry.get("rounds")])
                 torch.cuda.empty_cache()
             results[cache] = summary(sweeps)
+            results[cache]["paired"] = summary(paired_sweeps)
+            results[cache]["verdicts"] = verdict_agreement(verdict_sweeps)
+            results[cache]["throttled_rounds"] = throttled
 
     print(f"\n{'cache':>5}  {'cases':>5}  {'median dev':>10}  {'worst dev':>9}  target ±2% / ±5%")
     for cache, s in results.items():
@@ -133,6 +161,20 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"       moved most: {row['case']}: {100 * row['worst_deviation']:.1f}% ({shown})"
             )
+        pairs = s["paired"]
+        if pairs["median_deviation"] is not None:
+            print(f"       paired ratio: median dev {100 * pairs['median_deviation']:.2f}%, "
+                  f"worst {100 * pairs['worst_deviation']:.2f}%")  # fmt: skip
+            for row in pairs["most_moved"][:3]:
+                shown = ", ".join(f"{r:.3f}" for r in row["ratios"])
+                print(f"       paired moved most: {row['case']}: "
+                      f"{100 * row['worst_deviation']:.1f}% ({shown})")  # fmt: skip
+        agreement = s["verdicts"]
+        print(f"       verdicts: {agreement['same_in_every_sweep']} of {agreement['cases']} cases "
+              f"the same in every sweep; throttled rounds per sweep (flagged, of): "
+              f"{s['throttled_rounds']}")  # fmt: skip
+        for key, seen in list(agreement["changed"].items())[:5]:
+            print(f"       verdict changed: {key}: {', '.join(seen)}")
     if args.output:
         settings = {
             "op": args.op,

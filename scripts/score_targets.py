@@ -39,6 +39,13 @@ Then, for the every-case target, the cases behind, described by facts the report
 
 The targets themselves are judged on the ratio of medians, as kernel-bench reports it; the
 paired figures describe the misses and are shown next to the GEMM and training-step ratios.
+
+Each every-case target has a second line judged by the verdicts the reports record
+(``learning.report.stats.paired_verdict``): the reference against the faster baseline, paired
+by round, with a 95% bootstrap interval held against the report's margin (±2%), and rounds
+that ran throttled left out. It is met when no case is ``slower``; ``same`` and ``faster``
+cases count as meeting it, and ``ambiguous`` ones are counted apart: the sweep could not tell.
+The GEMM and training lines show the verdict beside the ratio.
 """
 
 from __future__ import annotations
@@ -93,6 +100,45 @@ def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
     return behind, scored
 
 
+def recorded_verdict(triton: dict, baseline: dict) -> str | None:
+    """The reference's verdict against ``baseline`` as its report records it (None in a
+    report made before verdicts were recorded)."""
+    if baseline["kind"] == "eager":
+        versus = triton.get("paired_vs_eager")
+    else:
+        versus = (triton.get("paired_vs") or {}).get(baseline["name"])
+    return None if versus is None else versus.get("verdict")
+
+
+def verdicts(report: dict) -> dict[str, list[str]]:
+    """Per verdict, the memory-bound cases whose reference got it against its faster baseline
+    (by median); ``unrecorded`` for cases whose report holds no verdict."""
+    found: dict[str, list[str]] = {}
+    for case in report["cases"]:
+        variants = {v["name"]: v for v in case["variants"] if v.get("median_ms")}
+        baselines = [variants[name] for name in BASELINES if name in variants]
+        if case["op"] == "matmul" or "triton" not in variants or not baselines:
+            continue
+        best = min(baselines, key=lambda v: v["median_ms"])
+        label = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}"
+        found.setdefault(recorded_verdict(variants["triton"], best) or "unrecorded", []).append(
+            label
+        )
+    return found
+
+
+def _verdict_line(report: dict, mode: str, name: str) -> dict:
+    found = verdicts(report)
+    target = f"every memory-bound case not slower than the faster baseline (verdict), {mode}"
+    if set(found) <= {"unrecorded"}:
+        return _line(target, "the report records no verdicts", None, name)
+    counts = ", ".join(f"{len(found.get(v, []))} {v}" for v in
+                       ("faster", "same", "ambiguous", "slower"))  # fmt: skip
+    slower = found.get("slower", [])
+    shown = f" ({'; '.join(slower[:3])}{'; ...' if len(slower) > 3 else ''})" if slower else ""
+    return _line(target, counts + shown, not slower, name)
+
+
 def _label(shape) -> str:
     return "x".join(map(str, shape))
 
@@ -120,9 +166,11 @@ def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
     best = min(found, key=lambda v: v["median_ms"])
     ratio = best["median_ms"] / variants["triton"]["median_ms"]
     pairs = paired(variants["triton"], best)
+    judged = recorded_verdict(variants["triton"], best)
+    verdict = f"; {judged}" if judged else ""
     measured = f"{ratio:.3f}x" if pairs is None else (
         f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}, slower in "
-        f"{pairs['slower']} of {pairs['rounds']} rounds)")  # fmt: skip
+        f"{pairs['slower']} of {pairs['rounds']} rounds{verdict})")  # fmt: skip
     return _line(target, measured, ratio >= goal, name)
 
 
@@ -154,6 +202,7 @@ def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str
                            f"{scored - len(behind)} of {scored}; {len(behind)} behind, "
                            f"{overlap} overlapping, {steady} slower round after round",
                            not behind, name))  # fmt: skip
+        lines.append(_verdict_line(reports[name], mode, name))
         details.append(_detail(f"{name}: {mode}", behind))
     gemm_bf16 = load("gemm-bf16.json")
     for shape, dtype in targets.GEMM_SHAPES:

@@ -18,6 +18,7 @@ from learning.bench.config import (
     FLUSHES,
     HOST_DELAY_ENV,
     IMPLS,
+    MARGIN_PCT,
     TIMINGS,
     BenchConfig,
     BenchInputError,
@@ -32,6 +33,9 @@ EPILOG = f"""examples:
       --output results/local/matmul-autotuned.json
   kernel-bench --op softmax --timing events --output results/local/softmax-events.json
   kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
+  kernel-bench --op all --shape 1024 1024 --shape 2048 2048 2048 --output results/local/one.json
+  kernel-bench --op softmax --max-noise 0.5 --max-seconds 5 --output results/local/quiet.json
+  kernel-bench compare results/h200/all.json results/local/all.json
 
 --timing events times ordinary Python calls: a short kernel reads as its launch overhead.
 Debug: {HOST_DELAY_ENV}=20 adds a 20 us host-side stall inside every timed call (it must not
@@ -110,6 +114,38 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0, help="inputs and every shuffle (default 0)")
     p.add_argument(
+        "--margin",
+        type=float,
+        default=MARGIN_PCT,
+        metavar="PCT",
+        help="the practical margin of each verdict against eager and the other baselines: "
+        f"same when the paired ratio's 95%% interval lies within +-PCT (default {MARGIN_PCT:g})",
+    )
+    p.add_argument(
+        "--max-noise",
+        type=float,
+        metavar="PCT",
+        help="keep visiting each case until every variant's relative standard deviation is "
+        "below PCT (default: a fixed --samples); each case records whether it converged",
+    )
+    p.add_argument(
+        "--min-samples",
+        type=int,
+        help="with --max-noise: at least this many samples per variant (default: --samples)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=10.0,
+        help="with --max-noise: the most time one case spends in added visits (default 10)",
+    )
+    p.add_argument(
+        "--keep-throttled",
+        action="store_true",
+        help="keep rounds that ran throttled (NVML: power cap, slowdown, or a clock below "
+        "0.85 x the run's) in the verdicts; by default they are left out and counted",
+    )
+    p.add_argument(
         "--impl",
         choices=IMPLS,
         default="reference",
@@ -151,6 +187,11 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         device=args.device,
         host_delay_us=host_delay_from_environment(),
         force=args.force,
+        margin=args.margin,
+        max_noise=args.max_noise,
+        min_samples=args.min_samples,
+        max_seconds=args.max_seconds,
+        keep_throttled=args.keep_throttled,
     )
 
 

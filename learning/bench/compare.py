@@ -51,7 +51,6 @@ describes one run and always exits 0), 2 on bad input (one line on stderr, nothi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import sys
@@ -60,13 +59,21 @@ from pathlib import Path
 import numpy as np
 
 from learning import report as report_format
-from learning.report.stats import paired
+from learning.report.stats import (
+    CONFIDENCE,
+    MARGIN,
+    MIN_ROUNDS,
+    RESAMPLES,
+    VERDICTS,
+    generator,
+    paired_verdict,
+    quantiles,
+    resampled_medians,
+    verdict,
+)
+from learning.report.verdicts import case_label
 
-MARGIN = 0.02
-CONFIDENCE = 0.95
-RESAMPLES = 10_000
-MIN_SAMPLES = 5  # fewer, and the resampled medians can only repeat a sample or two
-VERDICTS = ("faster", "slower", "same", "ambiguous")
+MIN_SAMPLES = MIN_ROUNDS  # fewer, and the resampled medians can only repeat a sample or two
 # what must agree for two runs' times to compare (_setting reads each, with its old default)
 COMPARED_SETTINGS = ("device", "gpu_name", "timing", "cache", "flush", "clock_burst")
 COMPARISON_VERSION = 1
@@ -77,45 +84,17 @@ class CompareInputError(Exception):
 
 
 # --------------------------------------------------------------------------- statistics
-
-
-def verdict(interval: tuple[float, float], margin: float = MARGIN) -> str:
-    """The verdict on a *time* ratio's interval (new over base; above 1: slower)."""
-    low, high = interval
-    upper, lower = 1 + margin, 1 / (1 + margin)
-    if lower <= low and high <= upper:
-        return "same"
-    if low > upper:
-        return "slower"
-    if high < lower:
-        return "faster"
-    return "ambiguous"
-
-
-def generator(seed: int, *names) -> np.random.Generator:
-    """A generator seeded by ``seed`` and the names of what it resamples (stable everywhere:
-    no Python string hash, which changes from one process to the next)."""
-    digest = hashlib.sha256(json.dumps([seed, *names]).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
-
-
-def _quantiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(values, [tail, 1 - tail])
-    return float(low), float(high)
-
-
-def _resampled_medians(samples: np.ndarray, resamples: int, rng) -> np.ndarray:
-    picks = rng.integers(0, len(samples), size=(resamples, len(samples)))
-    return np.median(samples[picks], axis=1)
+# verdict, generator, the quantiles and the resampled medians are learning.report.stats's, which
+# the engine uses for the verdicts it writes into every report and the validator to re-derive
+# them; the unpaired interval between two runs is this command's own.
 
 
 def ratio_interval(base, new, *, rng, resamples=RESAMPLES, confidence=CONFIDENCE) -> dict:
     """NEW's median over BASE's, and its percentile bootstrap interval (unpaired)."""
     base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     ratio = float(np.median(new) / np.median(base))
-    ratios = _resampled_medians(new, resamples, rng) / _resampled_medians(base, resamples, rng)
-    return {"ratio": ratio, "interval": list(_quantiles(ratios, confidence))}
+    ratios = resampled_medians(new, resamples, rng) / resampled_medians(base, resamples, rng)
+    return {"ratio": ratio, "interval": list(quantiles(ratios, confidence))}
 
 
 def _unusable(samples: list, name: str) -> str | None:
@@ -124,40 +103,6 @@ def _unusable(samples: list, name: str) -> str | None:
     if min(samples) <= 0:
         return f"a sample in {name} is not positive (a cold-cache subtraction): no ratio"
     return None
-
-
-def paired_verdict(
-    variant: dict,
-    eager: dict,
-    margin: float = MARGIN,
-    *,
-    seed: int = 0,
-    names: tuple = (),
-    resamples: int = RESAMPLES,
-    confidence: float = CONFIDENCE,
-) -> dict | None:
-    """``variant`` against ``eager`` round by round, with an interval and a verdict.
-
-    ``paired_ratio``, ``slower``, ``rounds`` and ``p`` are :func:`learning.report.stats.paired`'s
-    (above 1 the variant is faster); ``paired_ratio_ci`` is the percentile bootstrap interval
-    of that median, resampling rounds with both samples of a round kept together; ``verdict``
-    is the variant's against eager by the margin (``faster``: faster than eager);
-    ``margin`` the fraction used. None where :func:`paired` finds no pairs, or where there are
-    too few rounds for a bootstrap. ``names`` (the case and variant) seed the resampling.
-    """
-    pairs = paired(variant, eager)
-    if pairs is None or len(variant["samples_ms"]) < MIN_SAMPLES:
-        return None
-    per_round = np.asarray(eager["samples_ms"], dtype=float) / np.asarray(variant["samples_ms"])
-    rng = generator(seed, "within", *names)
-    low, high = _quantiles(_resampled_medians(per_round, resamples, rng), confidence)
-    # the interval of eager/variant, as a time ratio variant/eager, is (1/high, 1/low)
-    return {
-        **pairs,
-        "paired_ratio_ci": [low, high],
-        "verdict": verdict((1 / high, 1 / low), margin),
-        "margin": margin,
-    }
 
 
 # --------------------------------------------------------------------------- reports
@@ -223,10 +168,6 @@ def changed_files(base: dict, new: dict) -> list[str]:
 
 def _key(case: dict) -> tuple:
     return case["op"], tuple(case["shape"]), case["dtype"]
-
-
-def case_label(case: dict) -> str:
-    return f"{case['op']} {'x'.join(str(d) for d in case['shape'])} {case['dtype']}"
 
 
 def _cases(report: dict, role: str) -> dict:
@@ -344,7 +285,7 @@ def within_report(
                 variant, eager, margin, seed=seed, names=(row["case"], variant["name"]),
                 resamples=resamples, confidence=confidence,
             )  # fmt: skip
-            if result is None and not why:
+            if not why and (result is None or result["paired_ratio_ci"] is None):
                 why = (f"no interval: fewer than {MIN_SAMPLES} rounds, unequal sample counts, "
                        "or a sample that is not positive")  # fmt: skip
             if why:

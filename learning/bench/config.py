@@ -28,6 +28,8 @@ HOST_DELAY_ENV = "KERNEL_BENCH_HOST_DELAY_US"
 GRAPH_INVOCATIONS = 30  # calls captured in one CUDA graph (warm cache); a sample is one replay
 WARMUP_CALLS = 5  # after the oracle check (JIT, autotuning), before capture
 DEFAULT_ITERATIONS = {"graph-warm": GRAPH_INVOCATIONS, "graph-cold": 10, "events": 10, "cpu": 1}
+MARGIN_PCT = 2.0  # the verdicts' practical margin (learning.report.stats)
+MAX_SAMPLES = 300  # --max-noise never takes a case's variants past this many samples
 
 
 class BenchInputError(ValueError):
@@ -60,6 +62,11 @@ class BenchConfig:
     quiet: bool = False  # no progress lines, no table
     force: bool = False  # replace an existing report at ``output`` (refused without it)
     worker_timeout_s: float = 600.0  # the learner's call in its own process must return by then
+    margin: float = MARGIN_PCT  # percent: the verdicts' practical margin, either way
+    max_noise: float | None = None  # percent: sample a case until its noise is below this
+    min_samples: int | None = None  # with max_noise: at least this many (None: samples)
+    max_seconds: float = 10.0  # with max_noise: the most a case spends in added visits
+    keep_throttled: bool = False  # keep rounds that ran throttled in the verdicts
 
     def settings(self, device: str, ops_run: list[str], dtypes: list[str]) -> dict:
         """The report's ``settings``: every field, resolved, plus the figures the method fixed."""
@@ -80,6 +87,11 @@ class BenchConfig:
             "rounds_per_visit": self.samples // self.visits,
             "graph_invocations": GRAPH_INVOCATIONS if timing == "graph" else None,
             "warmup_calls": WARMUP_CALLS if device == "cuda" else 1,
+            "margin": self.margin / 100,
+            "max_noise": self.max_noise,
+            "min_samples": self.samples if self.min_samples is None else self.min_samples,
+            "max_seconds": self.max_seconds if self.max_noise is not None else None,
+            "max_samples": MAX_SAMPLES if self.max_noise is not None else None,
         }
 
     def resolved_iterations(self, device: str) -> int:
@@ -172,6 +184,7 @@ def check_numbers(config: BenchConfig) -> None:
         raise BenchInputError(f"--iterations must be a positive integer, got {config.iterations!r}")
     if isinstance(config.seed, bool) or not isinstance(config.seed, int):
         raise BenchInputError(f"--seed must be an integer, got {config.seed!r}")
+    _check_sampling(config)
     timeout = config.worker_timeout_s
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise BenchInputError(f"worker_timeout_s must be a positive number, got {timeout!r}")
@@ -197,6 +210,54 @@ def check_numbers(config: BenchConfig) -> None:
             raise BenchInputError(f"an implementation is a package name, got {name!r}")
 
 
+def _positive(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
+
+
+def _check_sampling(config: BenchConfig) -> None:
+    """--margin, and --max-noise with its --min-samples and --max-seconds."""
+    if not _positive(config.margin) or config.margin >= 100:
+        raise BenchInputError(f"--margin must be a percentage above 0 and below 100, got "
+                              f"{config.margin!r}")  # fmt: skip
+    if not _positive(config.max_seconds):
+        raise BenchInputError(
+            f"--max-seconds must be a positive number, got {config.max_seconds!r}"
+        )
+    if config.max_noise is None:
+        if config.min_samples is not None:
+            raise BenchInputError("--min-samples needs --max-noise (a fixed run takes --samples)")
+        return
+    if not _positive(config.max_noise):
+        raise BenchInputError(
+            f"--max-noise must be a positive percentage, got {config.max_noise!r}"
+        )
+    minimum = config.min_samples
+    if minimum is not None and (
+        isinstance(minimum, bool) or not isinstance(minimum, int) or not 2 <= minimum <= MAX_SAMPLES
+    ):
+        raise BenchInputError(f"--min-samples must be an integer from 2 to {MAX_SAMPLES}, got "
+                              f"{minimum!r}")  # fmt: skip
+    if config.samples > MAX_SAMPLES:
+        raise BenchInputError(f"--samples {config.samples} with --max-noise: at most {MAX_SAMPLES}")
+
+
+def _shapes_by_rank(specs: list, shapes: tuple) -> dict[str, list]:
+    """A group's ``--shape``s, each given to the ops of its rank (2-D shapes to the row ops,
+    3-D to the GEMMs); an op left with none is an error that says which shape it takes."""
+    given = {len(shape) for shape in shapes}
+    routed = {spec.name: [s for s in shapes if len(s) == len(spec.shape_names)] for spec in specs}
+    missing = [spec for spec in specs if not routed[spec.name]]
+    if missing:
+        wants = "; ".join(f"{spec.name} takes {len(spec.shape_names)} "
+                          f"({'x'.join(spec.shape_names)})" for spec in missing)  # fmt: skip
+        ranks = " and ".join(str(n) for n in sorted(given))
+        raise BenchInputError(
+            f"--shape gave {ranks} dimensions, but {wants}: add a --shape with that many "
+            "dimensions, or choose the ops with --op"
+        )
+    return routed
+
+
 def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, str]]:
     """Cases to run: ``(spec, shape, dtype name)`` for every op x shape x dtype requested."""
     try:
@@ -204,6 +265,7 @@ def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, st
     except ValueError as error:
         raise BenchInputError(str(error)) from None
     cases = []
+    routed = _shapes_by_rank(specs, config.shapes) if config.shapes and len(specs) > 1 else None
     for spec in specs:
         if config.dtype is None:
             dtypes = list(spec.dtypes)
@@ -220,7 +282,7 @@ def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, st
             dtypes = [dtype]
         if config.shapes:
             shapes = []
-            for shape in config.shapes:
+            for shape in routed[spec.name] if routed else config.shapes:
                 try:
                     shapes.append(spec.validate_shape(shape))
                 except ValueError as error:

@@ -15,7 +15,11 @@ The order matters, and each phase says why it comes where it does (see :data:`PH
    timed. Then JIT, autotuning, warm-up and (graph timing) capture. All cases are prepared
    before any is timed.
 5. ``sample``: visits in a seeded random order; a clock warm-up burst before a visit when
-   needed, one untimed run of every variant, then shuffled rounds of timed samples.
+   needed, one untimed run of every variant, then shuffled rounds of timed samples. With
+   ``--max-noise``, more visits of each case whose samples are still noisier than asked, until
+   they are quiet or the case's time is up. A thread reads the GPU's clocks, power and
+   throttle reasons throughout (``learning.bench.telemetry``), and each round's start and end
+   are kept so that its readings can be told apart from the next round's.
 6. ``recheck``: each kernel variant once more the way it was timed, on fresh values written
    into the very input tensors the timed calls read, its outputs poisoned first; a variant
    whose timed work does not produce the answer is marked failed, its figures dropped.
@@ -30,6 +34,7 @@ re-checked first); an existing report is replaced only by a complete one.
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -50,8 +55,9 @@ from learning.bench.machine import (
     idle_utilization,
 )
 from learning.bench.output import Progress
-from learning.bench.record import build_report, correctness_record
+from learning.bench.record import build_report, correctness_record, recorded_samples
 from learning.bench.schedule import schedule
+from learning.bench.telemetry import Sampler
 from learning.bench.timers import busy_wait_us, make_timer, out_of_memory
 from learning.bench.variants import (
     Implementations,
@@ -59,6 +65,7 @@ from learning.bench.variants import (
     case_variants,
     load_implementations,
 )
+from learning.report.stats import relative_spread
 
 
 @dataclass
@@ -104,6 +111,8 @@ class CaseState:
     flush: Timeline | None = None
     inputs: dict | None = None  # kept alive: the captured graphs read these buffers
     items: list[Timeline] = field(default_factory=list)  # what the schedule indexes
+    windows: list[tuple[float, float]] = field(default_factory=list)  # each round's start, end
+    extra_seconds: float = 0.0  # spent in visits --max-noise added
 
     @property
     def label(self) -> str:
@@ -129,6 +138,7 @@ class Run:
     started: float = field(default_factory=time.time)
     complete: bool = True
     snapshot: tamper.Snapshot | None = None  # what the measurement uses, as the run found it
+    telemetry: Sampler | None = None  # the GPU's state while sampling
 
 
 # --------------------------------------------------------------------------- phases
@@ -216,22 +226,79 @@ def sample(run: Run) -> None:
         run.settings["rounds_per_visit"],
         run.config.seed,
     )
-    timer, warmer = run.timer, run.warmer
-    for done, visit in enumerate(visits, start=1):
-        items = run.cases[visit.case].items
-        if any(item.status == "ready" for item in items):
-            warmer.before_visit()
-            for item in items:
-                if item.status == "ready":
-                    item.timed.replay_untimed()
-            timer.finish_round()
-            for order in visit.rounds:
-                pending = [(items[i], _start_sample(items[i])) for i in order]
-                timer.finish_round()
-                for item, read in pending:
-                    if read is not None and item.status == "ready":
-                        item.samples.append(read())
-        run.progress.visited(done, len(visits))
+    run.telemetry = Sampler.for_device(run.device)
+    run.telemetry.start()
+    try:
+        for done, visit in enumerate(visits, start=1):
+            _visit(run, run.cases[visit.case], visit.rounds)
+            run.progress.visited(done, len(visits))
+        _sample_until_quiet(run)
+    finally:
+        run.telemetry.stop()
+
+
+def _visit(run: Run, case: CaseState, rounds) -> None:
+    """One visit of ``case``: a warm-up burst when asked, one untimed run of each item, then
+    one round per entry of ``rounds`` (the items' indices in the order they are timed)."""
+    items, timer = case.items, run.timer
+    if not any(item.status == "ready" for item in items):
+        return
+    run.warmer.before_visit()
+    for item in items:
+        if item.status == "ready":
+            item.timed.replay_untimed()
+    timer.finish_round()
+    for order in rounds:
+        start = time.perf_counter()
+        pending = [(items[i], _start_sample(items[i])) for i in order]
+        timer.finish_round()
+        case.windows.append((start, time.perf_counter()))
+        for item, read in pending:
+            if read is not None and item.status == "ready":
+                item.samples.append(read())
+
+
+def noisy(run: Run, case: CaseState) -> bool:
+    """Is some variant of ``case`` still short of ``--min-samples`` or noisier than
+    ``--max-noise`` (its recorded samples' relative standard deviation)?"""
+    config = run.config
+    for state in case.variants:
+        if state.status != "ready":
+            continue
+        samples = recorded_samples(case, state)
+        spread = relative_spread(samples)
+        if len(samples) < run.settings["min_samples"] or spread is None:
+            return True
+        if spread > config.max_noise:
+            return True
+    return False
+
+
+def _sample_until_quiet(run: Run) -> None:
+    """``--max-noise``: visit each noisy case again, in a seeded random order, until its
+    samples are quiet, it has spent ``--max-seconds`` in such visits, or its variants hold
+    ``config.MAX_SAMPLES`` samples."""
+    config = run.config
+    if config.max_noise is None:
+        return
+    rng = random.Random(f"{config.seed} max-noise")
+    per_visit = run.settings["rounds_per_visit"]
+
+    def still_open(case: CaseState) -> bool:
+        room = len(case.windows) + per_visit <= config_checks.MAX_SAMPLES
+        return room and case.extra_seconds < config.max_seconds and noisy(run, case)
+
+    while True:
+        pending = [case for case in run.cases if still_open(case)]
+        if not pending:
+            return
+        rng.shuffle(pending)
+        for case in pending:
+            count = len(case.items)
+            start = time.perf_counter()
+            _visit(run, case, [tuple(rng.sample(range(count), count)) for _ in range(per_visit)])
+            case.extra_seconds += time.perf_counter() - start
+        run.progress.say(f"--max-noise: {len(pending)} cases sampled again")
 
 
 def recheck(run: Run) -> None:
@@ -280,7 +347,8 @@ PHASES = (
 
 def run(config: BenchConfig) -> Report:
     """Carry out ``config``; write the report; return it. Raises BenchInputError on bad input."""
-    state = Run(config=config, progress=Progress(config.quiet), snapshot=tamper.Snapshot())
+    snapshot = tamper.Snapshot(compiling=config.compile)
+    state = Run(config=config, progress=Progress(config.quiet), snapshot=snapshot)
     try:
         for name, phase in PHASES:
             try:

@@ -22,6 +22,10 @@ class Progress:
         self._last = now
         print(f"kernel-bench: {text}", file=sys.stderr, flush=True)
 
+    def say(self, text: str) -> None:
+        """A progress line, at most one every ``every_s``."""
+        self._say(text)
+
     def note(self, text: str) -> None:
         if not self.quiet:
             print(f"kernel-bench: {text}", file=sys.stderr, flush=True)
@@ -41,7 +45,8 @@ class Progress:
 RATIO_COLUMNS_NOTE = (
     "vs eager: eager's median over the variant's (above 1: faster); paired: the same ratio "
     "round by round, then the median (drift between rounds cancels); slower: rounds the "
-    "variant lost to eager, of those not tied."
+    "variant lost to eager, of those not tied; interval: the paired ratio's 95% bootstrap "
+    "interval; verdict: against eager by the margin (same: the whole interval within it)."
 )
 
 
@@ -53,12 +58,50 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value * 1e3:.2f}"
 
 
-def _paired(variant: dict) -> tuple[str, str]:
-    """The paired ratio against eager and the rounds lost to it (``-`` where there is none)."""
-    versus = variant.get("paired_vs_eager")  # absent from reports made before the field
+def _paired(variant: dict) -> tuple[str, str, str, str]:
+    """The paired ratio against eager, the rounds lost to it, its interval and the verdict
+    (``-`` where there is none: the field is absent from reports made before it existed)."""
+    versus = variant.get("paired_vs_eager")
     if versus is None:
-        return "-", "-"
-    return f"{versus['paired_ratio']:.2f}x", f"{versus['slower']}/{versus['rounds']}"
+        return "-", "-", "-", "-"
+    interval = versus.get("paired_ratio_ci")
+    shown = "-" if interval is None else f"{interval[0]:.2f}-{interval[1]:.2f}"
+    return (
+        f"{versus['paired_ratio']:.2f}x",
+        f"{versus['slower']}/{versus['rounds']}",
+        shown,
+        versus.get("verdict") or "-",
+    )
+
+
+def _footer(report: dict) -> list[str]:
+    """What the verdicts left out (throttled rounds) and, with --max-noise, what converged."""
+    lines = []
+    telemetry = report.get("telemetry")
+    if telemetry and telemetry.get("method"):
+        seen = ", ".join(telemetry.get("throttle_reasons_seen") or []) or "no throttle reason"
+        line = (
+            f"telemetry (NVML every {telemetry['interval_ms']:.0f} ms): "
+            f"{telemetry['flagged_rounds']} of {telemetry['rounds']} rounds ran throttled "
+            f"({seen}; or an SM clock below {telemetry['clock_floor']:g} x "
+            f"{telemetry['reference_sm_mhz'] or 0:.0f} MHz); "
+            f"{telemetry['excluded_rounds']} left out of the verdicts"
+        )
+        if telemetry.get("cases_kept_whole"):
+            line += f", {telemetry['cases_kept_whole']} cases kept whole (too few clean rounds)"
+        lines.append(line + ".")
+    elif telemetry:
+        lines.append(f"telemetry: none ({telemetry.get('reason')}).")
+    settings = report["settings"]
+    if settings.get("max_noise") is not None:
+        sampled = [case["sampling"] for case in report["cases"] if "sampling" in case]
+        done = sum(s["converged"] for s in sampled)
+        lines.append(
+            f"--max-noise {settings['max_noise']:g}%: {done} of {len(sampled)} cases converged "
+            f"(at least {settings['min_samples']} samples; at most {settings['max_seconds']:g} s "
+            "of added visits a case)."
+        )
+    return lines
 
 
 def format_table(report: dict) -> str:
@@ -66,14 +109,14 @@ def format_table(report: dict) -> str:
     then paired by round, and the rounds slower than eager), status."""
     header = (
         "case", "variant", "median us", "min us", "max us", "rate", "vs eager", "paired",
-        "slower", "status",
+        "slower", "interval", "verdict", "status",
     )  # fmt: skip
     rows = [header]
     for case in report["cases"]:
         label = f"{case['op']} {_shape(case)} {case['dtype']}"
         gemm = case["op"].startswith("matmul")
         for variant in case["variants"]:
-            paired, slower = _paired(variant)
+            paired, slower, interval, judged = _paired(variant)
             if variant["status"] != "timed":
                 rate = ratio = "-"
             else:
@@ -103,6 +146,8 @@ def format_table(report: dict) -> str:
                     ratio,
                     paired,
                     slower,
+                    interval,
+                    judged,
                     status,
                 )
             )
@@ -117,8 +162,11 @@ def format_table(report: dict) -> str:
         lines.append("  ".join([*cells, row[-1]]))
     settings = report["settings"]
     modes = f"timing: {settings['timing']}, cache: {settings['cache']}"
+    if "margin" in settings:  # absent from reports made before verdicts were recorded
+        modes += f", margin: ±{settings['margin'] * 100:g}%"
     if settings["compile"]:  # the variant is named compile in either mode: say which one ran
         modes += f", compile: {settings.get('compile_mode', 'default')}"
     lines.append(RATIO_COLUMNS_NOTE)
+    lines.extend(_footer(report))
     lines.append(f"{modes}. {report['timing_note']}")
     return "\n".join(lines)

@@ -7,6 +7,13 @@ eager median of the same case and timing mode; the paired comparison with eager
 (``paired_vs_eager``) from the two variants' samples of the same rounds
 (``learning.report.stats``). Cold-cache graph samples have the case's flush-only median
 subtracted first.
+
+Newer reports carry more, each also re-derived by the validator: per case, the GPU's state in
+each round (``telemetry``: one row per round, and which rounds ran throttled, by the rule of
+``learning.report.telemetry``); per kernel or baseline variant, a bootstrap interval and a
+verdict against eager (inside ``paired_vs_eager``) and, for the kernels, against every other
+timed variant (``paired_vs``), each computed from the rounds that did not run throttled; with
+``--max-noise``, per case whether its samples converged (``sampling``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from typing import TYPE_CHECKING
 from learning import ops
 from learning import report as report_format
 from learning.bench.machine import UTILIZATION_WARNING_PERCENT, ClockWarmer, idle_utilization
-from learning.report.stats import paired
+from learning.report import telemetry as telemetry_rule
+from learning.report.verdicts import sampling_record, verdicts
 
 if TYPE_CHECKING:
     from learning.bench.engine import CaseState, Run
@@ -72,7 +80,18 @@ def _summary(samples: list[float], logical_bytes: int, flops: int) -> dict:
     }
 
 
-def _case_record(case: CaseState) -> dict:
+def recorded_samples(case: CaseState, state) -> list[float]:
+    """``state``'s samples as the report records them: cold-cache graph samples less the
+    case's flush-only median (none while the flush has no samples)."""
+    if case.flush is None:
+        return list(state.samples)
+    if not case.flush.samples:
+        return []
+    flush_median = statistics.median(case.flush.samples)
+    return [s - flush_median for s in state.samples]
+
+
+def _case_record(case: CaseState, run: Run) -> dict:
     spec = case.spec
     dtype = ops.dtype_from_name(case.dtype)
     logical_bytes, flops = spec.logical_bytes(case.shape, dtype), spec.flops(case.shape)
@@ -84,10 +103,12 @@ def _case_record(case: CaseState) -> dict:
         "flops": flops,
         "eager_variant": next(iter(spec.baselines)),
     }
-    flush_median = None
     if case.flush is not None:
         flush_median = statistics.median(case.flush.samples) if case.flush.samples else None
         record["flush_ms"] = {"samples_ms": case.flush.samples, "median_ms": flush_median}
+    if run.telemetry is not None and run.telemetry.available:
+        rows = [run.telemetry.round_row(start, end) for start, end in case.windows]
+        record["telemetry"] = {"rounds": rows, "flagged": []}  # flagged: once all are known
     variants = []
     for state in case.variants:
         empty = {
@@ -102,9 +123,7 @@ def _case_record(case: CaseState) -> dict:
         if status == "pending":
             status, reason = "skipped", "the run was interrupted before it was checked"
         if status == "ready":
-            samples = state.samples
-            if case.flush is not None:
-                samples = [s - flush_median for s in samples] if flush_median is not None else []
+            samples = recorded_samples(case, state)
             if samples:
                 status, figures = "timed", _summary(samples, logical_bytes, flops)
             else:
@@ -129,10 +148,54 @@ def _case_record(case: CaseState) -> dict:
             continue
         if variant["median_ms"] > 0:
             variant["ratio_vs_eager"] = eager["median_ms"] / variant["median_ms"]
-        if variant is not eager:  # eager against itself: every round a tie
-            variant["paired_vs_eager"] = paired(variant, eager)
     record["variants"] = variants
     return record
+
+
+def _judge(cases: list[dict], settings: dict, run: Run) -> None:
+    """Flag the throttled rounds (against the whole run's clock), then every verdict."""
+    reference = telemetry_rule.reference_clock(cases)
+    for case in cases:
+        if "telemetry" in case:
+            case["telemetry"]["flagged"] = telemetry_rule.flagged_rounds(
+                case["telemetry"]["rounds"], reference
+            )
+        judged = verdicts(case, settings)
+        for variant in case["variants"]:
+            variant.update(judged[variant["name"]])
+    if settings.get("max_noise") is not None:
+        for case, state in zip(cases, run.cases, strict=True):
+            case["sampling"] = sampling_record(case, settings, state.extra_seconds)
+
+
+def telemetry_summary(cases: list[dict], settings: dict) -> dict:
+    """The run's count of rounds, flagged rounds and rounds left out of verdicts."""
+    rounds = flagged = excluded = 0
+    kept = []
+    for case in cases:
+        telemetry = case.get("telemetry")
+        if not telemetry:
+            continue
+        rounds += len(telemetry["rounds"])
+        flagged += len(telemetry["flagged"])
+        left_out, why = telemetry_rule.excluded_rounds(case, settings.get("keep_throttled", False))
+        excluded += len(left_out)
+        if why:
+            kept.append(why)
+    reasons = 0
+    for case in cases:
+        for row in (case.get("telemetry") or {}).get("rounds", []):
+            if row is not None and row[4] is not None:
+                reasons |= row[4]
+    return {
+        "rounds": rounds,
+        "flagged_rounds": flagged,
+        "excluded_rounds": excluded,
+        "cases_kept_whole": len(kept),
+        "reference_sm_mhz": telemetry_rule.reference_clock(cases),
+        "clock_floor": telemetry_rule.CLOCK_FLOOR,
+        "throttle_reasons_seen": telemetry_rule.reasons_named(reasons),
+    }
 
 
 def _utilization_record(run: Run) -> dict:
@@ -189,10 +252,17 @@ def build_report(run: Run) -> dict:
         "warmup": (run.warmer or ClockWarmer(enabled=False)).record(),
         "numerics_policy": run.numerics,
         "warnings": run.warnings,
-        "cases": [_case_record(case) for case in run.cases],
+        "cases": [_case_record(case, run) for case in run.cases],
         "fingerprint": report_format.fingerprint_record(files),
         "source_snapshots": {},
     }
+    _judge(data["cases"], run.settings, run)
+    sampler = run.telemetry
+    data["telemetry"] = {
+        **(sampler.record() if sampler else {"method": None, "reason": "nothing was sampled",
+                                             "interval_ms": None, "readings": 0}),
+        **telemetry_summary(data["cases"], run.settings),
+    }  # fmt: skip
     return data
 
 

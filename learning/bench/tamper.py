@@ -104,9 +104,17 @@ def _current(owner: object, attribute: object) -> object:
 
 
 class Snapshot:
-    """What the watched names refer to now; :meth:`changes` compares later."""
+    """What the watched names refer to now; :meth:`changes` compares later.
 
-    def __init__(self) -> None:
+    ``compiling``: the run will build torch.compile baselines. Importing ``torch._dynamo``
+    (which compiling does) replaces ``torch.manual_seed`` with a wrapped version of itself, so
+    it is imported first and the watch starts from the functions the run will really use;
+    otherwise every compiled run would report that change.
+    """
+
+    def __init__(self, compiling: bool = False) -> None:
+        if compiling:
+            import torch._dynamo  # noqa: F401  (its import-time wrapping, before the snapshot)
         self._entries = [
             (label, owner, attribute, value, _code(value))
             for label, owner, attribute, value in _entries()

@@ -9,7 +9,10 @@
 3. :func:`consistency_problems`: do the summary figures follow from the samples: median, min
    and max from ``samples_ms``, GB/s from the logical bytes and the median, TFLOP/s from the
    FLOPs, every ratio from the PyTorch eager median of the same case, and (where a report has
-   it) ``paired_vs_eager`` from the variant's and eager's samples of the same rounds?
+   it) ``paired_vs_eager`` from the variant's and eager's samples of the same rounds? In a
+   report that records verdicts (its settings have a ``margin``): every interval and verdict
+   (``learning.report.verdicts``), which rounds ran throttled (``learning.report.telemetry``)
+   and, with ``--max-noise``, whether each case converged.
 
 :func:`validate` asks all three and returns one line per problem (an empty list: valid).
 """
@@ -23,8 +26,10 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from learning.report import telemetry as telemetry_rule
 from learning.report.fingerprint import REPO_ROOT, SCHEMA_PATH, file_hashes, resolve_report_path
-from learning.report.stats import paired
+from learning.report.stats import paired, relative_spread
+from learning.report.verdicts import converged, verdicts
 
 SCHEMA_VERSION = 2
 # jsonschema registers a checker for every string "format" it finds a library for when it is
@@ -144,12 +149,15 @@ def _snapshot_problems(
     return []
 
 
-def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_samples) -> list:
+def _variant_problems(
+    case: dict, variant: dict, eager: dict | None, expected_samples, judged: bool = False
+) -> list:
     where = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']} {variant['name']}"
     samples = variant["samples_ms"]
     status = variant["status"]
     if status != "timed":
-        if samples or variant["median_ms"] is not None or variant.get("paired_vs_eager"):
+        carries = variant.get("paired_vs_eager") or variant.get("paired_vs")
+        if samples or variant["median_ms"] is not None or carries:
             return [f"{where}: status {status} but it carries timings"]
         if status == "failed" and variant["correctness"]["passed"] is not False:
             return [f"{where}: status failed but its correctness record passed"]
@@ -188,8 +196,68 @@ def _variant_problems(case: dict, variant: dict, eager: dict | None, expected_sa
             f"{where}: ratio_vs_eager {variant['ratio_vs_eager']} is not the eager median over "
             f"this median ({ratio})"
         )
-    if "paired_vs_eager" in variant:  # absent from reports made before the field existed
+    if "paired_vs_eager" in variant and not judged:  # absent from reports made before it
         problems += _paired_problems(where, case, variant, eager)
+    return problems
+
+
+def _same(recorded, derived) -> bool:
+    """Equal, numbers within _close, through nested dicts and lists."""
+    if isinstance(derived, dict):
+        return (
+            isinstance(recorded, dict)
+            and recorded.keys() == derived.keys()
+            and all(_same(recorded[key], derived[key]) for key in derived)
+        )
+    if isinstance(derived, list):
+        return (isinstance(recorded, list) and len(recorded) == len(derived)
+                and all(_same(r, d) for r, d in zip(recorded, derived, strict=True)))  # fmt: skip
+    if isinstance(derived, bool) or derived is None or isinstance(derived, str):
+        return recorded == derived and type(recorded) is type(derived)
+    return (
+        isinstance(recorded, int | float)
+        and not isinstance(recorded, bool)
+        and _close(recorded, derived)
+    )
+
+
+def _verdict_problems(case: dict, settings: dict, reference_mhz) -> list[str]:
+    """Throttled rounds, intervals and verdicts, convergence: each as the samples give it."""
+    label = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}"
+    problems = []
+    telemetry = case.get("telemetry")
+    if telemetry is not None:
+        flagged = telemetry_rule.flagged_rounds(telemetry["rounds"], reference_mhz)
+        if telemetry["flagged"] != flagged:
+            problems.append(
+                f"{label}: telemetry flags rounds {telemetry['flagged']}, its readings flag "
+                f"{flagged}"
+            )
+            return problems  # every verdict below depends on the rounds left out
+    derived = verdicts(case, settings)
+    for variant in case["variants"]:
+        for key, value in derived[variant["name"]].items():
+            if not _same(variant.get(key, "absent"), value):
+                problems.append(
+                    f"{label} {variant['name']}: {key} {variant.get(key, 'absent')} does not "
+                    f"follow from the samples round by round ({value})"
+                )
+        if "paired_vs" in variant and "paired_vs" not in derived[variant["name"]]:
+            problems.append(f"{label} {variant['name']}: paired_vs on a baseline")
+    if settings.get("max_noise") is not None:
+        sampling = case.get("sampling")
+        if sampling is None:
+            problems.append(f"{label}: a --max-noise run without its sampling record")
+        else:
+            timed = [v for v in case["variants"] if v["status"] == "timed"]
+            noise = {v["name"]: relative_spread(v["samples_ms"]) for v in timed}
+            if not _same(sampling["noise_pct"], noise):
+                problems.append(f"{label}: sampling noise_pct does not follow from the samples")
+            elif sampling["converged"] != converged(case, settings, noise):
+                problems.append(
+                    f"{label}: sampling says converged {sampling['converged']}, its samples "
+                    "say otherwise"
+                )
     return problems
 
 
@@ -212,15 +280,27 @@ def _paired_problems(where: str, case: dict, variant: dict, eager: dict | None) 
 
 def consistency_problems(report: dict) -> list[str]:
     settings = report["settings"]
-    expected_samples = settings["samples"] if report["complete"] else None
+    adaptive = settings.get("max_noise") is not None  # --max-noise: as many as it took
+    expected_samples = settings["samples"] if report["complete"] and not adaptive else None
+    judged = "margin" in settings  # a report that records intervals and verdicts
+    reference_mhz = telemetry_rule.reference_clock(report["cases"]) if judged else None
     problems = []
     for case in report["cases"]:
         variants = {v["name"]: v for v in case["variants"]}
         eager = variants.get(case["eager_variant"])
         if eager is None:
             problems.append(f"{case['op']}: eager variant {case['eager_variant']!r} is missing")
+            continue
+        if len(variants) != len(case["variants"]):
+            problems.append(f"{case['op']}: two variants share a name")
+            continue
         for variant in case["variants"]:
-            problems += _variant_problems(case, variant, eager, expected_samples)
+            problems += _variant_problems(case, variant, eager, expected_samples, judged)
+            few = adaptive and report["complete"] and variant["status"] == "timed"
+            if few and len(variant["samples_ms"]) < settings["samples"]:
+                problems.append(f"{case['op']} {variant['name']}: fewer samples than --samples")
+        if judged:
+            problems += _verdict_problems(case, settings, reference_mhz)
         flush = case.get("flush_ms")
         if flush and flush["samples_ms"]:
             if not _close(flush["median_ms"], statistics.median(flush["samples_ms"])):
@@ -236,8 +316,7 @@ def record_schema_problems(record: dict) -> list[str]:
         version = record.get("record_version")
         return [f"unsupported record_version {version!r}; this validator reads {RECORD_VERSION}"]
     return [
-        f"schema: {'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: "
-        f"{error.message}"
+        f"schema: {'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}"
         for error in _validator(RECORD_SCHEMA_PATH).iter_errors(record)
     ]
 

@@ -309,6 +309,11 @@ def test_each_timed_variant_is_compared_with_eager_round_by_round(scripted_repor
         "slower": 1,  # round 3
         "rounds": 4,
         "p": 2 * (1 + 4) / 2**4,  # 1 of 4 rounds either way: 0.625
+        # four rounds are too few for an interval: nothing is resolved
+        "paired_ratio_ci": None,
+        "verdict": "ambiguous",
+        "margin": 0.02,
+        "excluded_rounds": 0,
     }
     assert variants["triton"]["ratio_vs_eager"] == pytest.approx(2.5 / 1.85)
     assert learning.report.validate(scripted_report.data) == []
@@ -317,9 +322,10 @@ def test_each_timed_variant_is_compared_with_eager_round_by_round(scripted_repor
 def test_the_table_shows_the_paired_ratio_and_the_rounds_lost(scripted_report):
     lines = format_table(scripted_report.data).splitlines()
     header, torch_row, triton_row = lines[0].split(), lines[1], lines[2]
-    assert header[header.index("eager") + 1 :][:2] == ["paired", "slower"], lines[0]
-    assert torch_row.split()[-4:] == ["1.00x", "-", "-", "timed"], torch_row
-    assert triton_row.split()[-4:] == ["1.35x", "2.00x", "1/4", "timed"], triton_row
+    assert header[header.index("eager") + 1 :][:4] == ["paired", "slower", "interval",
+                                                      "verdict"], lines[0]  # fmt: skip
+    assert torch_row.split()[-6:] == ["1.00x", "-", "-", "-", "-", "timed"], torch_row
+    assert triton_row.split()[-6:] == ["1.35x", "2.00x", "1/4", "-", "ambiguous", "timed"]
     assert any(line.startswith("vs eager: ") and "paired: " in line for line in lines[3:])
     assert lines[-1].startswith("timing: cpu-interpreter"), "the timing note stays last"
 
@@ -328,4 +334,4 @@ def test_the_table_of_a_report_made_before_paired_vs_eager_shows_dashes(scripted
     for variant in scripted_report.data["cases"][0]["variants"]:
         del variant["paired_vs_eager"]
     triton_row = format_table(scripted_report.data).splitlines()[2]
-    assert triton_row.split()[-4:] == ["1.35x", "-", "-", "timed"], triton_row
+    assert triton_row.split()[-6:] == ["1.35x", "-", "-", "-", "-", "timed"], triton_row

@@ -337,7 +337,8 @@ def test_paired_verdict_keeps_the_reports_paired_ratio(cpu_report):
     )
     assert result["verdict"] == "faster" and result["margin"] == compare.MARGIN
     assert set(result) == {"paired_ratio", "slower", "rounds", "p", "paired_ratio_ci", "verdict",
-                           "margin"}  # fmt: skip
+                           "margin", "excluded_rounds"}  # fmt: skip
+    assert result["excluded_rounds"] == 0
     same = drifting(cpu_report, 1.0)
     assert compare.paired_verdict(*reversed(same["cases"][0]["variants"]))["verdict"] == "same"
     _set_samples(triton, triton["samples_ms"][:-1])
