@@ -63,6 +63,25 @@ jupytext's API (``combine_inputs_with_outputs``, what ``jupytext --sync`` does),
 never disagrees. Nothing is written unless every marker of every file is good, and each file is
 replaced atomically (a temporary file, then a rename), the notebook before its source.
 
+**A figure outside a marker.** A lesson can also state a figure from a results file in its
+own words, and ``--check`` reads those too. Every block of a lesson (a paragraph, a list, a
+table, a fenced ``text`` excerpt; a table or an excerpt also takes the files named anywhere in
+its section, between two headings) that names a file under ``results/`` (a path such as
+``results/h200/all.json``, or a bare name such as ``all-cold.json`` that exists in
+``results/h200``, ``results/notes`` or ``results``) has its figures checked against those
+files. A figure is a decimal number followed by a unit a report records (µs, ms, s, GB/s,
+TB/s, TFLOP/s, MHz); in a ``text`` excerpt of a log, every decimal number. It must be *held*
+by one of the files: equal to one of the numbers the file holds (a JSON file's values, its
+``samples_ms`` left out; the numbers written in a ``.log`` or ``.md``) rounded to the
+decimals shown, as it is or scaled by 1000 either way (ms and µs, GB/s and TB/s, ns and µs).
+A figure inside a marker or a code span is not read here. A figure that no file can hold, one
+the lesson computes (a sum, a bound) or one from an earlier version of a file, is followed,
+after its unit, by ``<!-- unchecked: WHY -->``, which tells the reader of the source what it
+is. ``--check`` lists every figure no named file holds (exit 1); ``--write`` lists them too
+after regenerating the markers, since only a person can rewrite a sentence around a figure
+that moved. Ratios and percentages are not read: they are mostly computed from two figures,
+and a ``ratio`` or ``speedup:`` marker quotes the ones a report gives.
+
 After a report is re-recorded: ``python scripts/quote_reports.py --write``, then read
 ``git diff lessons/``. A figure or a verdict that moved may need the words around it to move
 too (the markers keep the numbers honest, not the prose).
@@ -121,11 +140,27 @@ class Stale:
 
 
 @dataclass
+class Loose:
+    """A figure outside a marker that none of the results files its block names holds."""
+
+    where: str
+    figure: str
+    names: list[str]
+
+    def __str__(self) -> str:
+        named = ", ".join(self.names[:3]) + (
+            f" and {len(self.names) - 3} more" if len(self.names) > 3 else ""
+        )
+        return f"{self.where}: {self.figure} is held by none of the files cited there ({named})"
+
+
+@dataclass
 class Result:
     path: Path
     old: str
     new: str
     stale: list[Stale] = field(default_factory=list)
+    unquoted: list[Loose] = field(default_factory=list)
 
 
 # --- reading the evidence -------------------------------------------------------------------
@@ -425,6 +460,184 @@ def render_block(args: str, indent: str, sources: Sources) -> list[str]:
     return ["", *(f"{indent}{line}" if line else "" for line in body), ""]
 
 
+# --- figures outside the markers -----------------------------------------------------------
+
+CITED = re.compile(r"(?<![\w/.-])(results/(?:[\w-]+/)*[\w.*-]+\.(?:json|log|md|txt))\b")
+BARE_NAME = re.compile(r"(?<![\w/.*-])([\w][\w.-]*\.(?:json|log))\b")
+RESULT_FOLDERS = ("results/h200", "results/notes", "results")
+FIGURE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)\.(\d+)(?![\w.])")
+UNIT = re.compile(r"\s?(?:µs|ms|s|GB/s|TB/s|TFLOP/s|MHz)(?![\w/])")
+UNCHECKED = re.compile(r"\s*<!--\s*unchecked:\s*\S.*?-->")
+CODE_SPAN = re.compile(r"(`+).*?\1")
+SCALES = (1.0, 1e3, 1e-3)
+
+
+@dataclass
+class Block:
+    start: int  # 1-based line number of its first line
+    lines: list[str]
+    kind: str  # "prose", "table" or "excerpt"
+    section: int = 0  # how many headings come before it
+
+
+def _blocks(text: str) -> list[Block]:
+    """A lesson's paragraphs, lists, tables and fenced text excerpts; code, generated quote
+    regions and the front matter left out."""
+    blocks, current, fence, in_quote, section = [], None, None, False, 0
+    lines = text.split("\n")
+    index = 0
+    if text.startswith("---\n"):
+        index = next((i for i in range(1, len(lines)) if lines[i] == "---"), 0) + 1
+    for number, line in enumerate(lines[index:], index + 1):
+        stripped = line.strip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+                current = None
+            elif current is not None:
+                current.lines.append(line)
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            info = stripped[3:].strip()
+            current = Block(number + 1, [], "excerpt", section) if info == "text" else None
+            if current is not None:
+                blocks.append(current)
+            continue
+        if BLOCK_OPEN.match(line):
+            in_quote, current = True, None
+            continue
+        if in_quote:
+            in_quote = not BLOCK_CLOSE.match(line)
+            continue
+        if not stripped or stripped == "+++":
+            current = None
+            continue
+        if stripped.startswith("#"):
+            section, current = section + 1, None
+            continue
+        kind = "table" if stripped.startswith("|") else "prose"
+        if current is None or current.kind != kind:
+            current = Block(number, [], kind, section)
+            blocks.append(current)
+        current.lines.append(line)
+    return blocks
+
+
+class Held:
+    """The figures the files under results/ hold, read once each."""
+
+    _made: dict[Path, Held] = {}
+
+    @classmethod
+    def of(cls, root: Path) -> Held:
+        if root not in cls._made:
+            cls._made[root] = cls(root)
+        return cls._made[root]
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.names = {}  # bare file name -> its path from the root
+        for folder in reversed(RESULT_FOLDERS):
+            directory = root / folder
+            if directory.is_dir():
+                for path in directory.iterdir():
+                    if path.is_file():
+                        self.names[path.name] = f"{folder}/{path.name}"
+        self.cache: dict[str, tuple[set[str], list[float]]] = {}
+
+    def cited(self, text: str) -> list[str]:
+        """The existing results files a block names (a pattern with * names every match)."""
+        found = CITED.findall(text) + [
+            self.names[name] for name in BARE_NAME.findall(text) if name in self.names
+        ]
+        paths = []
+        for name in dict.fromkeys(found):
+            matches = sorted(self.root.glob(name)) if "*" in name else [self.root / name]
+            paths += [_shown(m, self.root) for m in matches if m.is_file()]
+        return list(dict.fromkeys(paths))
+
+    def _read(self, name: str) -> tuple[set[str], list[float]]:
+        if name not in self.cache:
+            text = (self.root / name).read_text(encoding="utf-8", errors="replace")
+            numbers: list[float] = []
+            if name.endswith(".json"):
+                try:
+                    _numbers(json.loads(text), numbers)
+                except ValueError:
+                    pass
+            written = {match.replace(",", "") for match in re.findall(r"\d[\d,]*\.\d+", text)}
+            numbers += [float(number) for number in written]  # a log's 186.41 holds 186.4
+            numbers += [float(n.replace(",", "")) for n in re.findall(r"\d{1,3}(?:,\d{3})+", text)]
+            self.cache[name] = (written, numbers)
+        return self.cache[name]
+
+    def holds(self, figure: str, names: list[str]) -> bool:
+        plain = figure.replace(",", "")
+        decimals = len(plain.split(".")[1])
+        for name in names:
+            written, numbers = self._read(name)
+            if plain in written:
+                return True
+            if any(
+                format(number * scale, f".{decimals}f") == plain
+                for number in numbers
+                for scale in SCALES
+            ):
+                return True
+        return False
+
+
+def _numbers(document, out: list[float]) -> None:
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if key != "samples_ms":  # a sample is not a figure a lesson quotes
+                _numbers(value, out)
+    elif isinstance(document, list):
+        for value in document:
+            _numbers(value, out)
+    elif isinstance(document, (int, float)) and not isinstance(document, bool):
+        if math.isfinite(document):
+            out.append(float(document))
+
+
+def _unmarked(line: str) -> str:
+    """A line with its inline markers' figures and its code spans blanked out (same length)."""
+    line = INLINE.sub(lambda m: " " * len(m.group(0)), line)
+    return CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def unquoted(text: str, shown: str, held: Held) -> list[Loose]:
+    """Every figure a block attributes to a results file that no file it names holds."""
+    blocks = _blocks(text)
+    cited = [held.cited("\n".join(block.lines)) for block in blocks]
+    found = []
+    for index, block in enumerate(blocks):
+        names = list(cited[index])
+        if block.kind != "prose":  # a table or an excerpt: the section's text names the file
+            for other, neighbour in enumerate(blocks):
+                if neighbour.section == block.section and neighbour.kind == "prose":
+                    names += [name for name in cited[other] if name not in names]
+        if not names:
+            continue
+        for offset, line in enumerate(block.lines):
+            visible = _unmarked(line)
+            for match in FIGURE.finditer(visible):
+                after = visible[match.end() :]
+                unit = UNIT.match(after)
+                if block.kind != "excerpt" and not unit:
+                    continue
+                rest = line[match.end() + (unit.end() if unit else 0) :]
+                if UNCHECKED.match(rest):
+                    continue
+                figure = match.group(0)
+                if not held.holds(figure, names):
+                    shown_unit = unit.group(0).strip() if unit else ""
+                    found.append(Loose(f"{shown}:{block.start + offset}",
+                                       f"{figure} {shown_unit}".strip(), names))  # fmt: skip
+    return found
+
+
 # --- lessons --------------------------------------------------------------------------------
 
 
@@ -479,7 +692,7 @@ def process(path: Path, sources: Sources, shown: str) -> Result:
         except MarkerError as error:
             raise MarkerError(f"{where}: {error}") from None
         index += 1
-    return Result(path, old, "\n".join(out), stale)
+    return Result(path, old, "\n".join(out), stale, unquoted(old, shown, Held.of(sources.root)))
 
 
 def _paired(text: str) -> bool:
@@ -556,11 +769,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quote_reports: {error}", file=sys.stderr)
         return 2
     stale = [item for result in results for item in result.stale]
+    loose = [item for result in results for item in result.unquoted]
     if args.check:
-        for item in stale:
+        for item in stale + loose:
             print(item)
         if stale:
             print(f"{len(stale)} stale quote(s): run `python scripts/quote_reports.py --write`")
+        if loose:
+            print(f"{len(loose)} figure(s) outside a marker that no file they cite holds: "
+                  "quote them through a marker, correct them, or say why not "
+                  "(<!-- unchecked: WHY -->)")  # fmt: skip
+        if stale or loose:
             return 1
         print(f"quote_reports: every quote in {len(files)} file(s) is up to date")
         return 0
@@ -568,6 +787,11 @@ def main(argv: list[str] | None = None) -> int:
         _write_atomic(path, text)
         print(f"wrote {_shown(path, args.root)}")
     print(f"quote_reports: {len(stale)} stale quote(s) regenerated")
+    for item in loose:
+        print(item)
+    if loose:
+        print(f"quote_reports: {len(loose)} figure(s) outside a marker need rewriting by hand "
+              "(--check fails until they are)")  # fmt: skip
     return 0
 
 

@@ -129,7 +129,9 @@ kernelspec:
 ---
 """
 
-LESSON = HEADER + """
+LESSON = (
+    HEADER
+    + """
 # A lesson
 
 The kernel takes <!-- q: results/r.json softmax 64x128 float16 triton median_us -->50.00<!-- /q -->
@@ -145,6 +147,7 @@ print("a code cell")
   <!-- quote: results/r.json op=softmax shape=64x128 variants=torch,triton -->
   <!-- /quote -->
 """
+)
 
 
 def _lesson(tmp_path: Path, text: str = LESSON, report: dict | None = None) -> Path:
@@ -315,3 +318,81 @@ def test_a_bare_markdown_page_is_written_without_a_notebook(tmp_path):
         "x <!-- q: results/r.json softmax 8x8 float16 triton ratio -->2.50<!-- /q -->\n"
     )
     assert not page.with_suffix(".ipynb").exists()
+
+
+# --- figures a lesson states outside a marker -------------------------------------------------
+
+PROSE = (
+    HEADER
+    + """
+# A lesson
+
+The recorded run (`results/r.json`) has the kernel at {figure} µs, the eager softmax at
+0.1000 ms and `compile` at 1250.0 GB/s; three times the kernel's time would be {tripled} µs{note}.
+
+| case | median µs |
+|---|---:|
+| softmax 64x128 float16 | {cell} µs |
+
+The log, `results/run.log`:
+
+```text
+softmax 64x128 float16  triton  {logged}
+```
+"""
+)
+
+
+@pytest.mark.parametrize(
+    "values, flagged",
+    [
+        ({}, []),
+        ({"figure": "51.00"}, ["51.00 µs"]),  # a wrong figure next to its report
+        ({"note": ""}, ["150.00 µs"]),  # a computed figure must say it is one
+        ({"cell": "50.10"}, ["50.10 µs"]),  # a table takes the files its section names
+        ({"logged": "50.10"}, ["50.10"]),  # an excerpt of a log must be in the log
+    ],
+)  # fmt: skip
+def test_a_figure_outside_a_marker_must_be_held_by_the_file_it_cites(tmp_path, values, flagged):
+    """--check fails, naming file:line, on a figure no cited file holds; --write still writes
+    the markers and lists the same figures."""
+    fields = {"figure": "50.00", "tripled": "150.00", "cell": "50.00", "logged": "50.00",
+              "note": " <!-- unchecked: computed here -->", **values}  # fmt: skip
+    text = PROSE.format(**fields)
+    lesson = _lesson(tmp_path, text)
+    (tmp_path / "results" / "run.log").write_text("softmax 64x128 float16  triton  50.00\n")
+    check = _run("--check", "--root", tmp_path)
+    listed = [line for line in check.stdout.splitlines() if "is held by none" in line]
+    assert [line.split(": ")[1].split(" is held")[0] for line in listed] == flagged, check.stdout
+    assert check.returncode == (1 if flagged else 0), check.stdout + check.stderr
+    for line, figure in zip(listed, flagged, strict=True):
+        number = _line(text, figure.split()[0])
+        assert line.startswith(f"lessons/{lesson.name}:{number}: {figure} "), line
+    written = _run("--write", "--root", tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert len([line for line in written.stdout.splitlines() if "is held by none" in line]) == len(
+        flagged
+    )
+
+
+def test_a_figure_in_a_marker_or_a_code_span_or_without_a_citation_is_not_read(tmp_path):
+    text = HEADER + (
+        "\nThe kernel takes <!-- q: results/r.json softmax 64x128 float16 triton median_us -->"
+        "50.00<!-- /q --> µs in `results/r.json` (`kernel-bench` printed `7.77 µs`).\n\n"
+        "A made-up 9.99 µs, in a paragraph that cites no results file.\n"
+    )
+    _lesson(tmp_path, text)
+    check = _run("--check", "--root", tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_lessons_state_no_figure_their_reports_do_not_hold():
+    """The rule on the repository's lessons: every unmarked figure next to a results file is
+    one that file holds (the first test runs the same check; this one names the rule)."""
+    held = quote_reports.Held(ROOT)
+    found = [
+        str(item)
+        for path in sorted((ROOT / "lessons").glob("*.md"))
+        for item in quote_reports.unquoted(path.read_text(), f"lessons/{path.name}", held)
+    ]
+    assert not found, "\n".join(found)
