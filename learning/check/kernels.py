@@ -713,6 +713,13 @@ class _Exercise:
                      "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
                      "stored")  # fmt: skip
             return
+        side = trace.get("side_streams") if type(trace) is dict else None
+        if side:
+            names = ", ".join(str(name).split("::")[-1] for name in list(side)[:3])[:200]
+            op.fault("stable", f"{context}\n{names} ran on a CUDA stream of its own "
+                     "(torch.cuda.stream(...)): the caller's stream does not wait for it, so "
+                     "whatever reads the output next can read it before it is written. Launch "
+                     "on the current stream")  # fmt: skip
         if not replayable:
             trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         call.hidden = self._draw(call, "hidden")

@@ -56,6 +56,10 @@ BENCH = [
 ]
 
 
+# One pytest-xdist worker makes the genuine reports every test here edits (a module fixture).
+pytestmark = pytest.mark.xdist_group("tampering")
+
+
 @pytest.fixture(scope="module")
 def genuine(tmp_path_factory) -> dict:
     """A release, a learner's clone of it with a working add kernel, and that clone's report."""

@@ -43,6 +43,10 @@ BENCH = [
 ]
 
 
+# One pytest-xdist worker builds the class every test here reads (a module fixture).
+pytestmark = pytest.mark.xdist_group("graded_class")
+
+
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory) -> dict:
     """Grade ``clean`` (the reference's answers, a genuine report) and ``inverted`` (speedup

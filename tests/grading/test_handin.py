@@ -41,6 +41,10 @@ def _handin(clone: Path, *arguments: str) -> subprocess.CompletedProcess:
     )
 
 
+# One pytest-xdist worker builds the learner every test here reads (a module fixture).
+pytestmark = pytest.mark.xdist_group("handin")
+
+
 @pytest.fixture(scope="module")
 def learner(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("handin")

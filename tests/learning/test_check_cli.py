@@ -229,6 +229,7 @@ def mistaken_report(tmp_path_factory) -> ExerciseReport:
         ("logical_bytes (forward ops)", "counted twice"),
     ],
 )
+@pytest.mark.xdist_group("measurement_mistakes")  # the module fixtures: built on one worker
 def test_each_learner_mistake_is_a_failed_check_with_a_message(mistaken_report, check, expected):
     """Is each mistake its own failed check, with the input, expectation and a fitting hint?"""
     failures = checks_by_name(mistaken_report)
@@ -306,6 +307,7 @@ def more_mistakes_report(tmp_path_factory) -> ExerciseReport:
         ("result_sentence", "write both medians with format_ms"),
     ],
 )
+@pytest.mark.xdist_group("measurement_mistakes")  # the module fixtures: built on one worker
 def test_the_hint_names_the_usual_mistake(more_mistakes_report, check, expected):
     """Does each usual mistake (inverted ratio, percentage, GiB, elements ...) get its own hint?"""
     failures = checks_by_name(more_mistakes_report)
@@ -313,6 +315,7 @@ def test_the_hint_names_the_usual_mistake(more_mistakes_report, check, expected)
     assert expected in failures[check]
 
 
+@pytest.mark.xdist_group("measurement_mistakes")  # the module fixtures: built on one worker
 def test_mistakes_cost_only_their_own_points(mistaken_report):
     """Do the functions written correctly still earn their points beside the broken ones?"""
     passed = {check.name for check in mistaken_report.checks if check.passed}

@@ -80,6 +80,8 @@ class TraceRecorder:
         self._active = False
         self._patched: list[tuple[Any, str, Any, bool]] = []
         self._signatures: dict[Any, inspect.Signature] = {}
+        self._stream: Any = None  # the CUDA stream current when the call began
+        self._side_streams: list[str] = []  # kernels launched on any other stream
 
     # -- what the caller declares -----------------------------------------------------------
 
@@ -123,6 +125,7 @@ class TraceRecorder:
         for name in (*_TENSOR_EMPTY, *_TENSOR_CONSTANT):
             original = getattr(torch.Tensor, name)
             self._patch(torch.Tensor, name, self._wrap_allocation(original, f"Tensor.{name}"))
+        self._stream = _current_stream()
         self._active = True
         return self
 
@@ -152,6 +155,8 @@ class TraceRecorder:
         }
         if self._truncated:
             trace["truncated"] = True
+        if self._side_streams:
+            trace["side_streams"] = list(dict.fromkeys(self._side_streams))
         return trace
 
     def describe_outputs(self, outputs: tuple) -> list[dict]:
@@ -280,6 +285,8 @@ class TraceRecorder:
         if len(self._launches) > MAX_LAUNCHES:
             self._truncated = True
             return resolved
+        if _current_stream() != self._stream:  # the caller's stream does not wait for it
+            self._side_streams.append(self._kernel_name(function))
         launch = {"kernel": self._kernel_name(function), "grid": _grid(resolved),
                   "args": {name: self._value(v) for name, v in arguments.items()},
                   "options": {name: self._option(v) for name, v in options.items()}}
@@ -403,3 +410,10 @@ def _grid(grid: Any) -> Any:
 def _describe(tensor: torch.Tensor) -> str:
     shape = "x".join(str(d) for d in tensor.shape) or "scalar"
     return f"{shape} {dtype_name(tensor.dtype)}"
+
+
+def _current_stream() -> Any:
+    """The CUDA stream Triton launches on now (torch's current stream), or None on a CPU."""
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.current_stream().cuda_stream
