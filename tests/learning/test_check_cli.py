@@ -164,17 +164,17 @@ def test_a_bad_replay_seed_exits_2_in_one_line(value: str, monkeypatch):
     assert len(lines) == 1 and "LEARNING_CHECK_SEED" in lines[0] and repr(value) in lines[0]
 
 
-def test_a_failure_names_its_seed_and_the_seed_replays_it(tmp_path: Path, monkeypatch):
+@pytest.mark.xdist_group("measurement_mistakes")  # the module fixtures: built on one worker
+def test_a_failure_names_its_seed_and_the_seed_replays_it(mistakes, monkeypatch):
     """A failed measurement check ends with its seed; run again with LEARNING_CHECK_SEED set to
     it, the same check fails on the same inputs, message for message."""
-    package = write_package(tmp_path, "seeded", MISTAKES)
-    first = check_exercise("measurement", package, extra_path=[tmp_path])
+    root, package, first = mistakes
     failed = {c.name: c.message for c in first.checks if not c.passed}
     note = failed["logical_gbps"].splitlines()[-1]
     assert note.startswith("(seed ") and "LEARNING_CHECK_SEED=" in note
     seed = note.split()[1].rstrip(":")
     monkeypatch.setenv("LEARNING_CHECK_SEED", seed)
-    again = check_exercise("measurement", package, extra_path=[tmp_path])
+    again = check_exercise("measurement", package, extra_path=[root])
     replayed = {c.name: c.message for c in again.checks if not c.passed}
     assert replayed["logical_gbps"] == failed["logical_gbps"]
     assert replayed["speedup"] == failed["speedup"]
@@ -212,10 +212,17 @@ MISTAKES = """
 
 
 @pytest.fixture(scope="module")
-def mistaken_report(tmp_path_factory) -> ExerciseReport:
+def mistakes(tmp_path_factory) -> tuple[Path, str, ExerciseReport]:
+    """The folder, the package and the checker's report (under the run's own seed) of
+    MISTAKES, graded once for the tests that read it."""
     root = tmp_path_factory.mktemp("mistakes")
     package = write_package(root, "mistaken", MISTAKES)
-    return check_exercise("measurement", package, extra_path=[root])
+    return root, package, check_exercise("measurement", package, extra_path=[root])
+
+
+@pytest.fixture(scope="module")
+def mistaken_report(mistakes) -> ExerciseReport:
+    return mistakes[2]
 
 
 @pytest.mark.parametrize(

@@ -252,7 +252,7 @@ def test_a_grid_too_small_gets_a_picture_named_in_its_message(tmp_path, monkeypa
     wrote (its mark inside), showing the elements no program stored?"""
     monkeypatch.setattr(picture, "FOLDER", tmp_path / "results" / "local")
     package, _ = make_impl(tmp_path, monkeypatch, add=ADD_ONE_PROGRAM_SHORT)
-    failed = {r.name: r.message for r in kernels.run("add", package) if not r.passed}
+    failed = check_kernels.failures(check_kernels.run_only("add", package, "add 37x781"))
     message = failed["add 37x781"]  # 28897 elements: 28 programs, 225 elements unwritten
     (line,) = [line for line in message.splitlines() if line.startswith("picture: ")]
     path = tmp_path / line.removeprefix("picture: ").split(" (")[0]
