@@ -19,7 +19,7 @@ The order matters, and each phase says why it comes where it does (see :data:`PH
    ``--max-noise``, more visits of each case whose samples are still noisier than asked, until
    they are quiet or the case's time is up. A thread reads the GPU's clocks, power and
    throttle reasons throughout (``learning.bench.telemetry``), and each round's start and end
-   are kept so that its readings can be told apart from the next round's.
+   are kept, so that every round is summarised by the readings taken while it ran.
 6. ``recheck``: each kernel variant once more the way it was timed, on fresh values written
    into the very input tensors the timed calls read, its outputs poisoned first; a variant
    whose timed work does not produce the answer is marked failed, its figures dropped.

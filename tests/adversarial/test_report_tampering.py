@@ -28,7 +28,8 @@ from learning.grade.cli import main as grade_main
 from learning.grade.clone import make_clone, run_bench, submit
 from learning.report import create_snapshots
 from learning.report.fingerprint import sha256_file
-from learning.report.stats import paired
+from learning.report.stats import MARGIN
+from learning.report.verdicts import verdicts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
@@ -297,7 +298,9 @@ def _refigure(case: dict) -> None:
         if variant["status"] != "timed":
             continue
         variant["ratio_vs_eager"] = eager["median_ms"] / variant["median_ms"]
-        variant["paired_vs_eager"] = None if variant is eager else paired(variant, eager)
+    judged = verdicts(case, {"margin": MARGIN})  # the intervals and verdicts, re-derived too
+    for variant in case["variants"]:
+        variant.update(judged[variant["name"]])
 
 
 def _as_h200_run(

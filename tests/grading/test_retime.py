@@ -24,7 +24,7 @@ from learning.grade import grade_submissions
 from learning.grade.cli import main as grade_main
 from learning.grade.clone import make_clone, run_bench, submit
 from learning.grade.retime import RetimeOptions, bench_arguments
-from learning.report.stats import paired
+from learning.report.verdicts import verdicts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
@@ -50,7 +50,9 @@ def _rescaled(report: dict, factor: float) -> dict:
                 logical_gbps=case["logical_bytes"] / (median * 1e6),
                 tflops=case["flops"] / (median * 1e9), ratio_vs_eager=eager["median_ms"] / median,
             )  # fmt: skip
-            variant["paired_vs_eager"] = paired(variant, eager)
+        judged = verdicts(case, report["settings"])  # every interval and verdict, re-derived
+        for variant in case["variants"]:
+            variant.update(judged[variant["name"]])
     return report
 
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import learning.report
-from learning.bench import BenchInputError, engine, run, telemetry
+from learning.bench import BenchInputError, run, telemetry
 from learning.bench.compare import within_report
 from learning.bench.config import MAX_SAMPLES, select
 from learning.report import telemetry as rule
