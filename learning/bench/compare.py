@@ -34,8 +34,9 @@ between the runs; that it comes from the code is for an A/A pair of runs to show
 round: the median over rounds of eager's sample over the variant's (``paired_ratio``, the
 direction of ``paired_vs_eager``: above 1 the variant is faster), with a bootstrap interval
 that resamples whole rounds, so that each resampled round keeps its two samples together and
-the drift between rounds stays cancelled. :func:`paired_verdict` is that analysis for one
-variant, in the form a report can keep.
+the drift between rounds stays cancelled, and the rounds that ran throttled left out as the
+report's own verdicts leave them out (``learning.report.telemetry``). With the default margin
+and seed it gives the verdicts the report records.
 
 Settings that change what a sample means (the device and GPU, the timing mode, the cache
 mode and its flush, the warm-up bursts) must agree, or the comparison is refused unless
@@ -71,6 +72,7 @@ from learning.report.stats import (
     resampled_medians,
     verdict,
 )
+from learning.report.telemetry import excluded_rounds
 from learning.report.verdicts import case_label
 
 MIN_SAMPLES = MIN_ROUNDS  # fewer, and the resampled medians can only repeat a sample or two
@@ -270,9 +272,11 @@ def within_report(
 ) -> dict:
     """Every variant of every case against the case's eager variant (:func:`paired_verdict`)."""
     rows = []
+    keep = report.get("settings", {}).get("keep_throttled", False)
     for case in report["cases"]:
         variants = {v["name"]: v for v in case["variants"]}
         eager = variants.get(case["eager_variant"])
+        excluded, _ = excluded_rounds(case, keep)  # the rounds the report's verdicts left out
         for variant in case["variants"]:
             if variant is eager:
                 continue
@@ -283,7 +287,7 @@ def within_report(
             why = why or _not_timed(variant, "this report") or _not_timed(eager, "eager")
             result = None if why else paired_verdict(
                 variant, eager, margin, seed=seed, names=(row["case"], variant["name"]),
-                resamples=resamples, confidence=confidence,
+                excluded=excluded, resamples=resamples, confidence=confidence,
             )  # fmt: skip
             if not why and (result is None or result["paired_ratio_ci"] is None):
                 why = (f"no interval: fewer than {MIN_SAMPLES} rounds, unequal sample counts, "

@@ -386,3 +386,23 @@ def test_a_cpu_run_through_the_entry_behaves_as_before(tmp_path):
                             cwd=REPO_ROOT, timeout=300)  # fmt: skip
     assert again.returncode == 2 and "already exists" in again.stderr
     assert again.stderr.count("\n") == 1 and output.read_bytes() == before
+
+
+def test_within_gives_the_verdicts_a_recorded_h200_report_keeps():
+    """A report with throttled rounds (results/h200/all.json): --within leaves out the rounds
+    its verdicts left out, so each pair reads as the report itself judged it."""
+    recorded_path = Path(__file__).resolve().parents[3] / "results" / "h200" / "all.json"
+    report = json.loads(recorded_path.read_text())
+    assert report["telemetry"]["excluded_rounds"] > 0, "the recording has throttled rounds"
+    rows = {(row["case"], row["variant"]): row for row in compare.within_report(report)["pairs"]}
+    compared = 0
+    for case in report["cases"][:12]:
+        label = compare.case_label(case)
+        for variant in case["variants"]:
+            recorded = variant.get("paired_vs_eager")
+            if recorded and recorded["paired_ratio_ci"] is not None:
+                row = rows[(label, variant["name"])]
+                assert row["verdict"] == recorded["verdict"], (label, variant["name"])
+                assert row["excluded_rounds"] == recorded["excluded_rounds"]
+                compared += 1
+    assert compared > 10
