@@ -16,7 +16,7 @@ import pytest
 
 from learning.bench import BenchConfig, BenchInputError, run
 from learning.check import kernels
-from tests.adversarial.test_kernel_cheats import earned, grade, make_cheat
+from tests.adversarial.test_kernel_cheats import NOT_YOURS_CHEATS, earned, grade, make_cheat
 
 pytestmark = pytest.mark.gpu
 
@@ -36,25 +36,12 @@ def softmax(x):
     return y
 """
 
-VERSION_CACHE = """
-_seen = {}
-
-
-def softmax(x):
-    # Computed once per (address, shape, version): every later call on the same tensor is free.
-    key = (x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x._version)
-    if key not in _seen:
-        _seen[key] = launch(x, torch.empty_like(x))
-    return _seen[key]
-"""
-
-DECOY = """
-def softmax(x):
-    decoy(x)
-    return torch.softmax(x.float(), dim=-1).to(x.dtype)
-"""
-
-CHEATS = {"side_stream": SIDE_STREAM, "version_cache": VERSION_CACHE, "decoy": DECOY}
+# The other two are the CPU suite's own, graded here on a compiled device.
+CHEATS = {
+    "side_stream": SIDE_STREAM,
+    "version_cache": NOT_YOURS_CHEATS["a cache keyed on pointer, layout and version"][0],
+    "decoy": NOT_YOURS_CHEATS["a no-op launch, then PyTorch's result"][0],
+}
 
 
 @pytest.mark.parametrize("cheat", list(CHEATS))
@@ -76,7 +63,7 @@ def test_kernel_bench_times_no_gpu_cheat_as_faster_than_the_reference(cheat, tmp
     try:
         run(config)
     except BenchInputError as refused:  # e.g. only a do-nothing kernel: "unfinished"
-        assert "unfinished" in str(refused) or "not" in str(refused), refused
+        assert "unfinished" in str(refused), refused
         return
     (case,) = json.loads(config.output.read_text())["cases"]
     variants = {v["name"]: v for v in case["variants"]}
