@@ -100,10 +100,11 @@ def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
     return behind, scored
 
 
-def recorded_verdict(triton: dict, baseline: dict) -> str | None:
+def recorded_verdict(triton: dict, baseline: dict, eager_variant: str) -> str | None:
     """The reference's verdict against ``baseline`` as its report records it (None in a
-    report made before verdicts were recorded)."""
-    if baseline["kind"] == "eager":
+    report made before verdicts were recorded): against the case's eager variant in
+    ``paired_vs_eager``, against any other in ``paired_vs``."""
+    if baseline["name"] == eager_variant:
         versus = triton.get("paired_vs_eager")
     else:
         versus = (triton.get("paired_vs") or {}).get(baseline["name"])
@@ -121,7 +122,8 @@ def verdicts(report: dict) -> dict[str, list[str]]:
             continue
         best = min(baselines, key=lambda v: v["median_ms"])
         label = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}"
-        found.setdefault(recorded_verdict(variants["triton"], best) or "unrecorded", []).append(
+        judged = recorded_verdict(variants["triton"], best, case["eager_variant"])
+        found.setdefault(judged or "unrecorded", []).append(
             label
         )
     return found
@@ -147,8 +149,9 @@ def _variants(report: dict, op: str, shape, dtype: str) -> dict:
     """The named variants of one case of a kernel-bench report ({} if the case is absent)."""
     for case in report["cases"]:
         if case["op"] == op and tuple(case["shape"]) == tuple(shape) and case["dtype"] == dtype:
-            return {v["name"]: v | {"bytes": case["logical_bytes"]} for v in case["variants"]
-                    if v.get("median_ms")}  # fmt: skip
+            return {v["name"]: v | {"bytes": case["logical_bytes"],
+                                    "eager_variant": case["eager_variant"]}
+                    for v in case["variants"] if v.get("median_ms")}  # fmt: skip
     return {}
 
 
@@ -166,7 +169,7 @@ def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
     best = min(found, key=lambda v: v["median_ms"])
     ratio = best["median_ms"] / variants["triton"]["median_ms"]
     pairs = paired(variants["triton"], best)
-    judged = recorded_verdict(variants["triton"], best)
+    judged = recorded_verdict(variants["triton"], best, best["eager_variant"])
     verdict = f"; {judged}" if judged else ""
     measured = f"{ratio:.3f}x" if pairs is None else (
         f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}, slower in "

@@ -152,3 +152,36 @@ def test_the_host_cost_verdict_reads_the_paired_samples_where_the_record_has_the
                              aa_paired_ratio_quartiles=[0.99, 1.012])  # fmt: skip
     assert "A/A torch.softmax against itself 1.001x (0.990-1.012)" in (
         score_targets._host_line(record)["measured"])
+
+
+def _judged_case(eager: str, versus_compile: str) -> dict:
+    def variant(name, kind, median, **verdicts):
+        return {"name": name, "kind": kind, "median_ms": median, "min_ms": median,
+                "max_ms": median, **verdicts}  # fmt: skip
+
+    return {"op": "rmsnorm", "shape": [64, 128], "dtype": "float16", "eager_variant": eager,
+            "variants": [variant(eager, "eager", 3.0), variant("compile", "compile", 1.0),
+                         variant("triton", "triton", 1.05,
+                                 paired_vs_eager={"verdict": "faster"},
+                                 paired_vs={"compile": {"verdict": versus_compile}})]}  # fmt: skip
+
+
+def test_the_verdict_line_reads_the_reference_against_its_faster_baseline():
+    """The faster baseline here is compile, so the verdict is paired_vs["compile"]'s, not the
+    one against eager; one confirmed slower case misses the target and is named."""
+    report = {"cases": [_judged_case("composition", "slower")]}
+    assert score_targets.verdicts(report) == {"slower": ["rmsnorm 64x128 float16"]}
+    line = score_targets._verdict_line(report, "warm", "all.json")
+    assert line["verdict"] == "missed" and "1 slower (rmsnorm 64x128 float16)" in line["measured"]
+    report = {"cases": [_judged_case("composition", "same")]}
+    assert score_targets._verdict_line(report, "warm", "all.json")["verdict"] == "met"
+
+
+def test_a_verdict_against_eager_is_read_by_the_cases_eager_name():
+    case = _judged_case("composition", "same")
+    triton = case["variants"][2]
+    eager = case["variants"][0]
+    assert score_targets.recorded_verdict(triton, eager, "composition") == "faster"
+    assert score_targets.recorded_verdict(triton, case["variants"][1], "composition") == "same"
+    no_verdicts = {"name": "triton", "kind": "triton", "median_ms": 1.0}
+    assert score_targets.recorded_verdict(no_verdicts, eager, "composition") is None
