@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from learning.check import protocol
+from learning.check import forkserver, protocol
 from learning.check.seeds import run_seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,8 +111,10 @@ class Child:
     True)``.
     """
 
-    def __init__(self, program: str, entry: str, env: dict[str, str], name: str):
+    def __init__(self, program: str, entry: str, env: dict[str, str], name: str, *,
+                 fork: bool = False):  # fmt: skip
         self.program, self.entry, self.env, self.name = program, entry, env, name
+        self.fork = fork  # from the process server (learning.check.forkserver) when it can
         self.process: subprocess.Popen | None = None
         self._log: deque[bytes] = deque()
         self._reader: threading.Thread | None = None
@@ -129,12 +131,16 @@ class Child:
         bootstrap = f"import os;exec(compile(os.fdopen({program_r},'rb').read(),'<program>'," \
                     f"'exec'));{entry}"  # fmt: skip
         self._log = deque()
+        self.process = None
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", bootstrap], cwd=REPO, env=self.env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(program_r, requests_r, replies_w), start_new_session=True,
-            )  # fmt: skip
+            if self.fork:
+                self.process = _forked(self.entry, self.env, program_r, requests_r, replies_w)
+            if self.process is None:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", bootstrap], cwd=REPO, env=self.env,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    pass_fds=(program_r, requests_r, replies_w), start_new_session=True,
+                )  # fmt: skip
         finally:
             for fd in (program_r, requests_r, replies_w):
                 os.close(fd)
@@ -276,6 +282,20 @@ class Child:
         return text
 
 
+def _forked(entry: str, env: dict[str, str], program_r: int, requests_r: int, replies_w: int):
+    """The process forked from :mod:`learning.check.forkserver`, its log on a pipe of its own;
+    None where no server can fork it (the caller starts a fresh interpreter)."""
+    log_r, log_w = os.pipe()
+    try:
+        return forkserver.spawn(entry, env, str(REPO), [program_r, requests_r, replies_w, log_w],
+                                log_r)  # fmt: skip
+    except forkserver.Unavailable:
+        os.close(log_r)
+        return None
+    finally:
+        os.close(log_w)
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -322,7 +342,7 @@ class Session:
         self.worker = Child(
             WORKER_PROGRAM.read_text(encoding="utf-8"),
             "main({}, {}, {}, " + ("True" if kernels else "False") + ")",
-            clean_environment(self.extra_path), "check process",
+            clean_environment(self.extra_path), "check process", fork=True,
         )  # fmt: skip
         self.starts = 0  # worker processes started: more than one after a time-out or crash
 

@@ -57,7 +57,8 @@ class ReplayService:
                  references: tuple[str, ...] = ()):  # fmt: skip
         self.session, self.bundle, self.device, self.limit_s = session, bundle, device, limit_s
         self.references = list(references)  # ops whose reference traffic may be asked for
-        self.child = Child(_PROGRAM, "main({}, {}, {})", clean_environment(), "replay process")
+        self.child = Child(_PROGRAM, "main({}, {}, {})", clean_environment(), "replay process",
+                           fork=True)  # fmt: skip
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay")
         self._loaded = False
 

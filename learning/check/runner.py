@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
-from learning.check import integrity
+from learning.check import forkserver, integrity
 from learning.check.journal import JournalStatus, journal_status
 from learning.check.model import CheckResult
 from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
@@ -136,7 +136,8 @@ def _run_checks(
         results = _grade(module, exercise, impl, session)
     finally:
         session.close()
-        integrity.kill_strays(keep=own_children)
+        # the process servers the checker started meanwhile are its own (forkserver)
+        integrity.kill_strays(keep=own_children | forkserver.pids())
     changed = integrity.changed(on_disk)
     if changed:
         reason = (

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from learning import manifest as manifest_module
+from learning.check import forkserver
 from learning.check.runner import ExerciseReport
 from learning.grade.archive import ArchiveError, archive_learner, unpack
 from learning.grade.checks import check_submission
@@ -248,10 +249,16 @@ def grade_submissions(
                 reports = retime_reports(submission, reports, release, retime)
             if progress:
                 progress(f"grading {submission.learner}: {', '.join(names) or 'no exercises'}")
-            checks = tuple(
-                check_submission(name, submission.folder, manifest=release.manifest, seed=seed)
-                for name in names
-            )
+            try:
+                checks = tuple(
+                    check_submission(name, submission.folder, manifest=release.manifest,
+                                     seed=seed)  # fmt: skip
+                    for name in names
+                )
+            finally:
+                # No two learners' check processes come from one process server: each
+                # learner's are forked from a server that no other learner's code ran beside.
+                forkserver.close_all()
             grades.append(
                 LearnerGrade(
                     submission.learner, checks, reports, report_points, submission.problems
