@@ -19,8 +19,9 @@ a new one; when the server cannot start, the caller starts a fresh interpreter i
 :func:`close_all` ends every server (the grader does between learners, so that no two
 learners' runs share one).
 
-Only Linux forks this way; elsewhere (and with ``LEARNING_FRESH_PROCESSES=1``) :func:`spawn`
-raises :class:`Unavailable` and every process is a fresh interpreter.
+Only Linux forks this way, and only under Triton's interpreter (see :func:`enabled`); elsewhere,
+and with ``LEARNING_FRESH_PROCESSES=1``, :func:`spawn` raises :class:`Unavailable` and every
+process is a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -317,14 +318,19 @@ _servers: dict[frozenset, _Server] = {}
 _lock = threading.Lock()
 
 
-def enabled() -> bool:
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and \
-        os.environ.get(FRESH_VARIABLE) != "1"  # fmt: skip
+def enabled(env: dict[str, str] | None = None) -> bool:
+    """Forking is on: Linux, Triton's interpreter in ``env`` (this process's by default), and
+    not turned off. With CUDA, importing torch and Triton opens pipes, an eventfd and a socket,
+    which every forked child would share with its siblings; there each starts fresh."""
+    env = os.environ if env is None else env
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+            and env.get(FRESH_VARIABLE, os.environ.get(FRESH_VARIABLE)) != "1"
+            and env.get("TRITON_INTERPRET") == "1")  # fmt: skip
 
 
 def spawn(entry: str, env: dict[str, str], cwd: str, fds: list[int], log_r: int):
     """A :class:`ForkedProcess` running the bootstrap with ``entry``, or :class:`Unavailable`."""
-    if not enabled():
+    if not enabled(env):
         raise Unavailable("forking is off")
     key = _startup_key(env)
     with _lock:
