@@ -5,7 +5,7 @@ starts two processes (the worker and the replay process): most of a short check 
 importing. :func:`spawn` starts the same process from a fork of one server per checker process
 (and per start-up environment) that imported those libraries and nothing else: no course code,
 no learner code, no seed. What the child then does is what ``python -c <bootstrap>`` would do
-(:class:`learning.check.remote.Child`): a session of its own, stdin closed, stdout and stderr
+(:class:`learning.check.remote.Child`): a process group of its own, stdin closed, stdout and stderr
 on the log pipe, the clean environment it was given, the working directory, ``sys.path`` as
 ``PYTHONPATH`` makes it, fresh random seeds, its own ``__main__``.
 
@@ -274,7 +274,7 @@ class _Server:
 
     def _ended(self) -> None:
         """The server is gone: its children can no longer be waited for, so they are ended
-        (their session killed) and counted as killed."""
+        (their process group killed) and counted as killed."""
         with self._changed:
             self.alive = False
             for pid in self._children:
