@@ -202,6 +202,10 @@ class _Server:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 pass_fds=(program_r, theirs.fileno()), start_new_session=True,
             )  # fmt: skip
+        except BaseException:
+            ours.close()
+            os.close(program_w)
+            raise
         finally:
             os.close(program_r)
             theirs.close()
@@ -316,15 +320,17 @@ class _Server:
 
 _servers: dict[frozenset, _Server] = {}
 _lock = threading.Lock()
+_at_exit: list = []  # close_all, once registered
 
 
 def enabled(env: dict[str, str] | None = None) -> bool:
     """Forking is on: Linux, Triton's interpreter in ``env`` (this process's by default), and
-    not turned off. With CUDA, importing torch and Triton opens pipes, an eventfd and a socket,
-    which every forked child would share with its siblings; there each starts fresh."""
+    ``LEARNING_FRESH_PROCESSES`` not 1 in this process. With CUDA, importing torch and Triton
+    opens pipes, an eventfd and a socket, which every forked child would share with its
+    siblings; there each starts fresh."""
     env = os.environ if env is None else env
     return (sys.platform.startswith("linux") and hasattr(os, "fork")
-            and env.get(FRESH_VARIABLE, os.environ.get(FRESH_VARIABLE)) != "1"
+            and os.environ.get(FRESH_VARIABLE) != "1"
             and env.get("TRITON_INTERPRET") == "1")  # fmt: skip
 
 
@@ -338,16 +344,17 @@ def spawn(entry: str, env: dict[str, str], cwd: str, fds: list[int], log_r: int)
         if server is None or not server.alive or server.process.poll() is not None:
             if server is not None:
                 server.close()
-            if not _servers:
-                atexit.register(close_all)
+            if not _at_exit:
+                _at_exit.append(atexit.register(close_all))
             _servers[key] = server = _Server(env, cwd)
     return server.spawn(entry, env, cwd, fds, log_r)
 
 
 def pids() -> set[int]:
-    """The servers' process ids: the checker's own children, never strays."""
+    """The running servers' process ids: the checker's own children, never strays."""
     with _lock:
-        return {server.pid for server in _servers.values()}
+        return {server.pid for server in _servers.values()
+                if server.alive and server.process.poll() is None}  # fmt: skip
 
 
 def close_all() -> None:

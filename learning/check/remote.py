@@ -289,9 +289,11 @@ def _forked(entry: str, env: dict[str, str], program_r: int, requests_r: int, re
     try:
         return forkserver.spawn(entry, env, str(REPO), [program_r, requests_r, replies_w, log_w],
                                 log_r)  # fmt: skip
-    except forkserver.Unavailable:
+    except BaseException as error:
         os.close(log_r)
-        return None
+        if isinstance(error, forkserver.Unavailable):
+            return None
+        raise
     finally:
         os.close(log_w)
 

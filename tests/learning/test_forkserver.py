@@ -5,8 +5,6 @@ learner's code that stops or kills the server only costs its own run."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import time
 
 import pytest
@@ -33,6 +31,7 @@ def _open(fd):
 
 def main(program, requests, replies):
     from learning.check import protocol
+    protocol.write_frame(replies, protocol.dumps({"ready": True}), None)
     request = protocol.loads(protocol.read_frame(requests, None, 1 << 20))
     import __main__
     seen = {
@@ -70,38 +69,8 @@ class Probe(remote.Child):
         super().__init__(PROBE.replace("signal.SIGSEGV", "11"), "main({}, {}, {})",
                          remote.clean_environment(extra_path), "probe", fork=fork)  # fmt: skip
 
-    def _start(self, limit_s):
-        program_r, program_w = os.pipe()
-        requests_r, requests_w = os.pipe()
-        replies_r, replies_w = os.pipe()
-        entry = self.entry.format(program_r, requests_r, replies_w)
-        bootstrap = (f"import os;exec(compile(os.fdopen({program_r},'rb').read(),'<program>',"
-                     f"'exec'));{entry}")  # fmt: skip
-        self._log = remote.deque()
-        self.process = None
-        try:
-            if self.fork:
-                self.process = remote._forked(self.entry, self.env, program_r, requests_r,
-                                              replies_w)  # fmt: skip
-                assert self.process is not None, "the process server did not fork it"
-            else:
-                self.process = remote.subprocess.Popen(
-                    [sys.executable, "-c", bootstrap], cwd=remote.REPO, env=self.env,
-                    stdin=remote.subprocess.DEVNULL, stdout=remote.subprocess.PIPE,
-                    stderr=remote.subprocess.STDOUT, start_new_session=True,
-                    pass_fds=(program_r, requests_r, replies_w),
-                )  # fmt: skip
-        finally:
-            for fd in (program_r, requests_r, replies_w):
-                os.close(fd)
-        self._requests, self._replies = requests_w, replies_r
-        self._reader = remote.threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-        with os.fdopen(program_w, "wb") as pipe:
-            pipe.write(self.program.encode())
-
     def look(self, then: str | None = None) -> dict:
-        self._start(60.0)
+        self.start(60.0)  # as a check process is started: forked when it can be
         return self.request({"then": then}, 60.0)
 
     def ending(self) -> remote.ProcessDied:
@@ -203,32 +172,32 @@ def test_a_stopped_server_is_replaced_within_the_fork_limit(fresh_servers, monke
     finally:
         probe.close()
     # the server is stopped: a fork is not answered, so the checker gives up on that server
-    child = remote.Child("def main(p, q, r):\n    pass\n", "main({}, {}, {})",
-                         remote.clean_environment(), "probe", fork=True)  # fmt: skip
+    # and starts this process fresh
     began = time.monotonic()
-    assert remote._forked(child.entry, child.env, *_three_pipes()) is None
-    assert time.monotonic() - began < 10
+    fallback = Probe(True)
     try:
-        os.kill(first["parent"], signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    again = Probe(True)
+        second = fallback.look()
+    finally:
+        fallback.close()
+    assert time.monotonic() - began < 20
+    assert second["parent"] == os.getpid()
+    assert first["parent"] not in forkserver.pids()
+    again = Probe(True)  # and the next is forked from a new server
     try:
-        second = again.look()
+        third = again.look()
     finally:
         again.close()
-    assert second["parent"] != first["parent"]
-
-
-def _three_pipes() -> tuple[int, int, int]:
-    fds = [os.pipe() for _ in range(3)]
-    return fds[0][0], fds[1][0], fds[2][1]
+    assert third["parent"] in forkserver.pids() and third["parent"] != first["parent"]
 
 
 def test_with_fresh_processes_asked_for_nothing_is_forked(fresh_servers, monkeypatch):
     monkeypatch.setenv(forkserver.FRESH_VARIABLE, "1")
-    child = remote.Child("", "main({}, {}, {})", remote.clean_environment(), "probe", fork=True)
-    assert remote._forked(child.entry, child.env, *_three_pipes()) is None
+    probe = Probe(True)
+    try:
+        seen = probe.look()
+    finally:
+        probe.close()
+    assert seen["parent"] == os.getpid()
     assert not forkserver.pids()
 
 
