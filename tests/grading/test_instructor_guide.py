@@ -8,6 +8,8 @@ things are changed, both named in the guide: placeholders in capitals are replac
 test's paths, and a line ending in ``# try-out adds: OPTIONS`` gets OPTIONS added. Between the
 learner's clone and their benchmark, the test does the learner's work: the add kernel and the
 measurement answers, solved (the exercises with their solutions left in), go into the clone.
+When the notebooks are collected, alice hands back her assignment folder with the measurement
+answers solved and bob his as released: nbgrader must give her notebook full marks and his zero.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "instructor.md"
+ASSIGNMENT = "07-measurement"  # the notebook the guide's nbgrader blocks name
 TRY_OUT = "# try-out adds:"
 _BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -98,9 +101,10 @@ def test_every_command_of_the_guide_runs(tmp_path):
                     ["remote", "add", "origin", str(origin)]):  # fmt: skip
         subprocess.run([*git, *command], cwd=course, env=base, check=True)
     clone = home / "kernel-workshop"
+    alice_assignment = tmp_path / "alice-07-measurement"  # her assignment folder, solved
     placeholders = {
         "SUBMISSIONS_DIR": str(submissions),
-        "ALICE_ASSIGNMENT": "course/release/07-measurement",
+        "ALICE_ASSIGNMENT": str(alice_assignment),
         "ALICE_ZIP": str(clone / "alice.zip"),
         "REPO": str(origin),
     }
@@ -117,6 +121,12 @@ def test_every_command_of_the_guide_runs(tmp_path):
             for part in ("kernels/add.py", "measurement.py"):  # the copy, solutions left in
                 solved = make_exercises.solved(f"exercises/{part}", course)
                 (clone / "exercises" / part).write_bytes(solved)
+        if "ALICE_ASSIGNMENT" in block:  # the notebooks handed back: alice's solved, bob's not
+            released = course / "course" / "release" / ASSIGNMENT
+            shutil.copytree(released, alice_assignment)
+            solved = make_exercises.solved("exercises/measurement.py", course)
+            (alice_assignment / "exercises" / "measurement.py").write_bytes(solved)
+            shutil.copytree(released, course / "course" / "submitted" / "bob" / ASSIGNMENT)
         root = clone if clone.is_dir() else course
         env = {**base, "PYTHONPATH": str(root if learners else course)}
         _run(text, home if learners else course, env)
@@ -130,5 +140,10 @@ def test_every_command_of_the_guide_runs(tmp_path):
     assert (course / "retimed" / "alice" / "add.json").is_file()
     assert (course / "feedback" / "alice.md").is_file()
     assert (course / "grades.run.json").is_file()
-    assert (course / "grades-nbgrader.csv").is_file()  # cd course, then ../
+    with (course / "grades-nbgrader.csv").open(newline="") as stream:  # cd course, then ../
+        notebooks = {r["student_id"]: r for r in csv.DictReader(stream)
+                     if r["assignment"] == ASSIGNMENT}  # fmt: skip
+    assert float(notebooks["alice"]["max_score"]) == 10.0, notebooks["alice"]
+    assert float(notebooks["alice"]["score"]) == 10.0, notebooks["alice"]
+    assert float(notebooks["bob"]["score"]) == 0.0, notebooks["bob"]
     assert (tmp_path / "release" / "learning").is_dir()  # the worktree the grader compared with
