@@ -107,14 +107,37 @@ def capture_launch(function, args: tuple) -> Launched:
     raise SystemExit("kernel_binary.py: the wrapper returned without launching a kernel")
 
 
-def cuobjdump(cubin: bytes, flag: str) -> str:
+def cuobjdump(cubin: bytes, *flags: str) -> str:
+    """What Triton's ``cuobjdump FLAGS`` prints for ``cubin`` (``-res-usage -sass``: both).
+
+    The listing depends on the binary and the tool alone, and each run of the tool costs about
+    0.3 s of CPU, so it is kept in Triton's cache folder (``TRITON_CACHE_DIR``, by default
+    ``~/.triton/cache``) under ``cuobjdump/``, named by a hash of the tool (its path, size and
+    modification time), the flags and the binary's bytes: a binary read before is not read
+    again, and any other binary or tool is."""
+    import hashlib
+
     import triton
 
+    tool = Path(triton.knobs.nvidia.cuobjdump.path)
+    about = tool.stat()
+    key = hashlib.sha256()
+    for part in (str(tool), str(about.st_size), str(about.st_mtime_ns), *flags):
+        key.update(part.encode() + b"\0")
+    key.update(cubin)
+    kept = Path(triton.knobs.cache.dir) / "cuobjdump" / f"{key.hexdigest()}.txt"
+    if kept.is_file():
+        return kept.read_text()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "kernel.cubin"
         path.write_bytes(cubin)
-        command = [triton.knobs.nvidia.cuobjdump.path, flag, str(path)]
-        return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        command = [str(tool), *flags, str(path)]
+        listing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+    partial.write_text(listing)
+    os.replace(partial, kept)  # whole or absent, even with two processes writing it
+    return listing
 
 
 def instructions(listing: str) -> list[str]:
@@ -141,10 +164,10 @@ def programs_per_sm(registers: int, threads: int) -> int:
 
 def describe(launched: Launched) -> dict:
     compiled = launched.compiled
-    usage = cuobjdump(compiled.asm["cubin"], "-res-usage")
-    registers = int(re.search(r"\bREG:(\d+)", usage).group(1))
-    shared = int(re.search(r"\bSHARED:(\d+)", usage).group(1))
-    opcodes = instructions(cuobjdump(compiled.asm["cubin"], "-sass"))
+    listing = cuobjdump(compiled.asm["cubin"], "-res-usage", "-sass")
+    registers = int(re.search(r"\bREG:(\d+)", listing).group(1))
+    shared = int(re.search(r"\bSHARED:(\d+)", listing).group(1))
+    opcodes = instructions(listing)
     kinds = collections.Counter(KINDS.get(op.split(".")[0], "other") for op in opcodes)
     threads = 32 * launched.options.num_warps
     programs = programs_per_sm(registers, threads)

@@ -62,6 +62,7 @@ import _gpu_timing as timing  # noqa: E402  (imports learning first: it selects 
 from _paired_rows import paired_rows, print_table  # noqa: E402
 from _records import REPO_ROOT, OneLineParser, positive_int  # noqa: E402
 from _variants import REDUCTIONS_BEFORE, module_from_source, rewritten  # noqa: E402
+from kernel_binary import cuobjdump  # noqa: E402  (Triton's cuobjdump, its listings kept)
 
 # isort: split
 import torch  # noqa: E402
@@ -206,15 +207,9 @@ def sass_counts(module, op: str, shape, dtype) -> collections.Counter:
     source = ASTSource(kernel, signature, constants, attributes)
     binary = triton.compile(source, target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": plan.num_warps, "num_stages": plan.num_stages})
-    with tempfile.TemporaryDirectory() as directory:
-        cubin = Path(directory) / "kernel.cubin"
-        cubin.write_bytes(binary.asm["cubin"])
-        listing = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-sass", str(cubin)],
-                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
-        usage = subprocess.run([triton.knobs.nvidia.cuobjdump.path, "-res-usage", str(cubin)],
-                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    listing = cuobjdump(binary.asm["cubin"], "-res-usage", "-sass")
     counts = collections.Counter()
-    registers = re.search(r"\bREG:(\d+)", usage)
+    registers = re.search(r"\bREG:(\d+)", listing)
     counts["registers"] = int(registers.group(1)) if registers else 0
     for line in listing.splitlines():
         match = re.match(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);", line)

@@ -115,3 +115,35 @@ def test_the_packed_launch_is_what_the_softmax_replay_passes_the_driver():
     assert rmsnorm.returncode == 0, rmsnorm.stderr[-2000:]
     eps = next(line for line in rmsnorm.stdout.splitlines() if ": eps" in line)
     assert eps.endswith("(fp32)") and "0x00000000358637bd" in eps  # 1e-6 as an fp32's bits
+
+
+def test_a_listing_is_read_once_per_binary_and_tool(tmp_path, monkeypatch):
+    """Is ``cuobjdump`` run again for another binary, other flags or another tool, and only
+    then? (Its listings are kept in Triton's cache folder, by a hash of all three.)"""
+    import shutil
+
+    import triton
+
+    real = Path(triton.knobs.nvidia.cuobjdump.path)
+    fake = tmp_path / "bin" / "cuobjdump"
+    fake.parent.mkdir()
+    shutil.copy2(real, fake)
+    monkeypatch.setenv("TRITON_CUOBJDUMP_PATH", str(fake))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    assert triton.knobs.nvidia.cuobjdump.path == str(fake)  # found (asking its version) first
+    runs = []
+
+    def counted(command, **kwargs):
+        runs.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout=f"listing {len(runs)}\n", stderr="")
+
+    monkeypatch.setattr(tool.subprocess, "run", counted)
+    first = tool.cuobjdump(b"binary one", "-sass")
+    assert tool.cuobjdump(b"binary one", "-sass") == first == "listing 1\n" and len(runs) == 1
+    assert Path(runs[0][0]) == fake and runs[0][1] == "-sass"
+    assert tool.cuobjdump(b"binary two", "-sass") == "listing 2\n"
+    assert tool.cuobjdump(b"binary one", "-res-usage", "-sass") == "listing 3\n"
+    os.utime(fake, ns=(0, 0))  # the tool changed (an upgrade): nothing it printed before counts
+    assert tool.cuobjdump(b"binary one", "-sass") == "listing 4\n" and len(runs) == 4
+    kept = sorted((tmp_path / "cache" / "cuobjdump").iterdir())
+    assert len(kept) == 4 and all(path.suffix == ".txt" for path in kept)
