@@ -27,6 +27,7 @@ triton and the standard library here.
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 import triton
@@ -99,9 +100,11 @@ def pointer_cache(x: torch.Tensor) -> torch.Tensor:
 def side_work(x: torch.Tensor) -> torch.Tensor:
     """Cheat (c): return at once and let the work finish after the timer has stopped: here on
     a background thread (on a GPU, on a side stream the timer does not wait for)."""
-    # TODO: allocate the output, start a thread that runs honest_softmax(x, out), and return
-    # TODO: out without waiting for the thread
+    # TODO: allocate the output, start a thread that sleeps 10 ms (time.sleep(0.01): the
+    # TODO: call has returned by then) and then runs honest_softmax(x, out), and return out
+    # TODO: without waiting for the thread
     raise NotImplementedError(
-        "exercises/harness.py:side_work: allocate the output, start a thread that runs "
-        "honest_softmax(x, out), and return out without waiting for the thread"
+        "exercises/harness.py:side_work: allocate the output, start a thread that sleeps 10 ms "
+        "(time.sleep(0.01): the call has returned by then) and then runs honest_softmax(x, out), "
+        "and return out without waiting for the thread"
     )

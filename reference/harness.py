@@ -23,6 +23,7 @@ triton and the standard library here.
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 import triton
@@ -99,9 +100,17 @@ def side_work(x: torch.Tensor) -> torch.Tensor:
     """Cheat (c): return at once and let the work finish after the timer has stopped: here on
     a background thread (on a GPU, on a side stream the timer does not wait for)."""
     ### BEGIN SOLUTION
-    ### TODO: allocate the output, start a thread that runs honest_softmax(x, out), and return
-    ### TODO: out without waiting for the thread
+    ### TODO: allocate the output, start a thread that sleeps 10 ms (time.sleep(0.01): the
+    ### TODO: call has returned by then) and then runs honest_softmax(x, out), and return out
+    ### TODO: without waiting for the thread
     out = torch.empty_like(x)
-    threading.Thread(target=honest_softmax, args=(x, out), daemon=True).start()
+
+    def later():
+        # Without the pause, a busy machine can leave this thread the whole core until the
+        # kernel has finished: the call would return a finished output, and cheat nothing.
+        time.sleep(0.01)
+        honest_softmax(x, out)
+
+    threading.Thread(target=later, daemon=True).start()
     return out
     ### END SOLUTION
