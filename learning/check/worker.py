@@ -32,12 +32,17 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
 
 RECENT_CALLS = 4  # kernel calls whose outputs stay alive (a later output in one is reused)
+# A kernel call's outputs are read when it returns and again once every thread it started has
+# ended (waiting this long at most) and the settle time has passed: work a call hands to a
+# thread shows as a change however busy the machine is and however late the thread runs.
+_THREAD_WAIT_S = 1.0
 
 
 def one_intra_op_thread() -> None:
@@ -186,11 +191,13 @@ class Worker:
         for name, value in inputs.items():
             recorder.add_input(name, value)
         copies: list = []
+        threads_before = set(threading.enumerate())
         with self.trap() as trap, recorder, _watching_copies(copies):
             outputs = tuple(path(inputs) if path else spec.call(function, inputs))
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
         at_return = to_plain(outputs)
+        _wait_for_threads(set(threading.enumerate()) - threads_before, _THREAD_WAIT_S)
         time.sleep(float(request.get("settle_s", 0.0)))
         later = to_plain(outputs)
         settled = len(later) == len(at_return) and all(
@@ -330,6 +337,14 @@ def _on_device(value, device: str):
 
 def _storage(tensor) -> int:
     return tensor.untyped_storage().data_ptr()
+
+
+def _wait_for_threads(threads: set, limit_s: float) -> None:
+    """Join ``threads`` (those a call started), all within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    for thread in threads:
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _same_bits(a, b) -> bool:
