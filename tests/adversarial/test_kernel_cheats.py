@@ -478,6 +478,27 @@ def test_a_hung_kernel_fails_its_check_and_the_others_still_run(tmp_path, monkey
 # --------------------------------------------------------------------------- classic faults
 
 
+def _finishing_later(delay_s: float) -> str:
+    """A softmax that returns its output before it holds the result (which looks fast to a
+    timer) and copies the result in on a thread ``delay_s`` later."""
+    return f"""
+        import threading
+        import time
+
+
+        def softmax(x):
+            result = launch(x, torch.empty_like(x))
+            y = torch.empty_like(x)
+
+            def finish():
+                time.sleep({delay_s})
+                y.copy_(result)
+
+            threading.Thread(target=finish, daemon=True).start()
+            return y
+        """
+
+
 # name -> (the cheat, the check that must fail (None: some check), what its message says)
 CHEATS = {
     "stale_memory": (
@@ -554,46 +575,12 @@ CHEATS = {
         "your function returned something other than what your kernels stored",
     ),
     "finishes_in_a_background_thread": (
-        """
-        import threading
-        import time
-
-
-        def softmax(x):
-            result = launch(x, torch.empty_like(x))
-            y = torch.empty_like(x)
-
-            def finish():
-                time.sleep(0.005)
-                y.copy_(result)
-
-            threading.Thread(target=finish, daemon=True).start()
-            return y  # returned before it holds the result: looks fast to a timer
-        """,
-        "softmax 16x256",
-        "the output changed after the call returned",
+        _finishing_later(0.005), "softmax 16x256", "the output changed after the call returned",
     ),
     # The same, with the copy made long after any fixed settle time: seen all the same, since
     # the outputs are read again only once the threads the call started have ended.
     "finishes_in_a_late_background_thread": (
-        """
-        import threading
-        import time
-
-
-        def softmax(x):
-            result = launch(x, torch.empty_like(x))
-            y = torch.empty_like(x)
-
-            def finish():
-                time.sleep(0.3)
-                y.copy_(result)
-
-            threading.Thread(target=finish, daemon=True).start()
-            return y
-        """,
-        "softmax 16x256",
-        "the output changed after the call returned",
+        _finishing_later(0.3), "softmax 16x256", "the output changed after the call returned",
     ),
 }
 
