@@ -10,12 +10,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# One pytest-xdist worker a core, and one more: about a tenth of the suite's time is spent
-# waiting (processes starting, time limits running out, the browser), which the extra worker
-# fills. The tests that share the reference's graded run (the `reference` group) stay on one
-# worker. PARALLEL= runs the suite in one process.
-WORKERS  ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-PARALLEL ?= -n $(WORKERS) --dist loadgroup
+# One pytest-xdist worker a core; the tests that share the reference's graded run (the
+# `reference` group) stay on one worker. PARALLEL= runs the suite in one process.
+PARALLEL ?= -n auto --dist loadgroup
 
 .PHONY: course test test-fast lab-test lint exercises notebooks clean-venv
 
