@@ -29,6 +29,7 @@ steps size their grids from the GPU's SM count.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import re
 import subprocess
@@ -126,17 +127,23 @@ def cuobjdump(cubin: bytes, *flags: str) -> str:
         key.update(part.encode() + b"\0")
     key.update(cubin)
     kept = Path(triton.knobs.cache.dir) / "cuobjdump" / f"{key.hexdigest()}.txt"
-    if kept.is_file():
+    try:
         return kept.read_text()
+    except OSError:  # not kept yet, or the cache folder cannot be read: run the tool
+        pass
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "kernel.cubin"
         path.write_bytes(cubin)
         command = [str(tool), *flags, str(path)]
         listing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    kept.parent.mkdir(parents=True, exist_ok=True)
     partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
-    partial.write_text(listing)
-    os.replace(partial, kept)  # whole or absent, even with two processes writing it
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(listing)
+        os.replace(partial, kept)  # whole or absent, even with two processes writing it
+    except OSError:  # a cache folder that cannot be written: the listing is still printed
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
     return listing
 
 

@@ -147,3 +147,23 @@ def test_a_listing_is_read_once_per_binary_and_tool(tmp_path, monkeypatch):
     assert tool.cuobjdump(b"binary one", "-sass") == "listing 4\n" and len(runs) == 4
     kept = sorted((tmp_path / "cache" / "cuobjdump").iterdir())
     assert len(kept) == 4 and all(path.suffix == ".txt" for path in kept)
+
+
+def test_a_cache_folder_that_cannot_be_written_still_gives_the_listing(tmp_path, monkeypatch):
+    """Triton's cache folder under a plain file (so it cannot be made): is the listing still
+    returned, each time from the tool, with nothing left behind?"""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(blocker / "cache"))
+    runs = []
+
+    def counted(command, **kwargs):
+        runs.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout="listing\n", stderr="")
+
+    import triton
+
+    assert triton.knobs.nvidia.cuobjdump.path  # found (asking its version) before the patch
+    monkeypatch.setattr(tool.subprocess, "run", counted)
+    assert tool.cuobjdump(b"binary", "-sass") == tool.cuobjdump(b"binary", "-sass") == "listing\n"
+    assert len(runs) == 2 and sorted(tmp_path.iterdir()) == [blocker]
