@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from learning import manifest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
@@ -143,7 +145,8 @@ def test_every_command_of_the_guide_runs(tmp_path):
     with (course / "grades-nbgrader.csv").open(newline="") as stream:  # cd course, then ../
         notebooks = {r["student_id"]: r for r in csv.DictReader(stream)
                      if r["assignment"] == ASSIGNMENT}  # fmt: skip
-    assert float(notebooks["alice"]["max_score"]) == 10.0, notebooks["alice"]
-    assert float(notebooks["alice"]["score"]) == 10.0, notebooks["alice"]
+    worth = manifest.load().exercise("measurement").points  # the lesson's one graded exercise
+    assert float(notebooks["alice"]["max_score"]) == worth, notebooks["alice"]
+    assert float(notebooks["alice"]["score"]) == worth, notebooks["alice"]
     assert float(notebooks["bob"]["score"]) == 0.0, notebooks["bob"]
     assert (tmp_path / "release" / "learning").is_dir()  # the worktree the grader compared with
