@@ -5,8 +5,9 @@
 
 Makes one genuine CPU report (``kernel-bench --impl learner`` in a learner's clone of this
 checkout), then a class of learners in a temporary folder: each learner's own
-``exercises/kernels/add.py`` (the solved exercise plus a line naming the learner, so no two
-are alike) and copies of the report fingerprinting it. Then it times
+``exercises/kernels/add.py`` (an honest learner's own add kernel, from ``tests/own_work.py``,
+plus a line naming the learner, so no two are alike) and copies of the report fingerprinting
+it. Then it times
 :func:`learning.grade.validate_reports` over the class, in a fresh process state: schema,
 fingerprints against each submission and this checkout, the copying index, the figures,
 plausibility. The exercise checks are not part of it (they run the learner's code).
@@ -28,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
+sys.path.insert(0, str(REPO / "tests"))
+from own_work import own_solution  # noqa: E402  (a learner's own add kernel, not the reference's)
 
 from learning.grade import find_submissions, load_release, validate_reports  # noqa: E402
 from learning.grade.clone import make_clone, run_bench  # noqa: E402
@@ -39,7 +41,7 @@ BENCH = ["--op", "add", "--shape", "16", "256", "--dtype", "float32", "--samples
 
 
 def make_class(folder: Path, report: dict, clone: Path, learners: int, per_learner: int) -> None:
-    kernel = make_exercises.solved(KERNEL).decode()
+    kernel = own_solution(KERNEL).decode()
     for number in range(learners):
         learner = f"learner{number:04d}"
         submission = folder / learner
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="grade-benchmark-") as scratch:
         work = Path(scratch)
         solution = work / "add.py"  # the learner's file once every TODO is done
-        solution.write_bytes(make_exercises.solved(KERNEL))
+        solution.write_bytes(own_solution(KERNEL))
         clone = make_clone(work / "clone", REPO, {KERNEL: solution})
         report = json.loads(run_bench(clone, BENCH, work / "add.json").read_text())
         make_class(work / "class", report, clone, args.learners, args.reports_per_learner)

@@ -54,7 +54,7 @@ from pathlib import Path
 import torch
 
 from learning import correctness, ops, runtime
-from learning.check import kernel_hints, picture, protocol, traffic
+from learning.check import kernel_hints, originality, picture, protocol, traffic
 from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
 from learning.check.remote import (
@@ -67,7 +67,7 @@ from learning.check.remote import (
     log_lines,
     python_path,
 )
-from learning.check.replay.extract import extract_sources, moved_helper
+from learning.check.replay.extract import COURSE_PACKAGE, extract_sources, moved_helper
 from learning.check.replaying import (
     ReplayService,
     copied_inputs,
@@ -260,6 +260,11 @@ _NOT_STORED = (
     "launches on these same inputs stored different values. Return the tensor your kernel "
     "wrote, as it is"
 )
+_COPIED = (
+    "reference/ holds the kernel yours is measured against, not an answer to hand in: write "
+    "the kernel yourself (the TODOs in your file say what it must do). If you did write this "
+    "one yourself, show it to your instructor"
+)
 _UNSETTLED = (
     "the output changed after the call returned: work went on in the background (a thread, "
     "an unsynchronised stream). Return only when the result is complete"
@@ -290,19 +295,21 @@ def points_for(exercise: str) -> float:
 
 def run(
     exercise: str, impl: str = "exercises", session: Session | None = None, *,
-    focus: Callable[[list[_Case]], list[_Case]] | None = None,
+    focus: Callable[[list[_Case]], list[_Case]] | None = None, reference_copies: bool = False,
 ) -> list[CheckResult]:
     """Grade ``exercise`` against the implementation package ``impl``, through ``session``'s
     worker (a session of its own when None).
 
     ``focus`` (for checks that show one guard at work, ``learning.check.harness``) is given
     each op's planned cases and returns the few to run, their calls trimmed as it likes; the
-    grading of what runs is unchanged."""
+    grading of what runs is unchanged. ``reference_copies`` (the course's tests only) lets
+    kernels copied from the reference earn points in a session of its own (see
+    :func:`learning.check.runner.check_exercise`)."""
     table = ops.exercises()
     if exercise not in table:
         raise ValueError(f"unknown kernel exercise {exercise!r}; choose one of {', '.join(table)}")
     if session is None:
-        with Session(exercise, impl, kernels=True) as own:
+        with Session(exercise, impl, kernels=True, copies_allowed=reference_copies) as own:
             return run(exercise, impl, own, focus=focus)
     ops.numerics_policy()
     return _Exercise(exercise, impl, session, table[exercise], focus).grade()
@@ -569,6 +576,7 @@ class _Exercise:
         self.stopped = False  # a result did not come from the learner's kernels: no more calls
         self._service = None  # the replay service while the exercise runs
         self._settled: set[int] = set()
+        self.sources: dict[str, str] = {}  # the package's kernel files, read before any call
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -604,8 +612,10 @@ class _Exercise:
         return self._results(bundle_error)
 
     def _bundle(self) -> dict:
-        root = self._package_root()
-        return extract_sources(kernel_sources(root), self.impl).as_dict()
+        # Read once, before the worker runs: the copy check below reads these texts, not the
+        # files, which the learner's code could rewrite while it runs.
+        self.sources = kernel_sources(self._package_root())
+        return extract_sources(self.sources, self.impl).as_dict()
 
     def _package_root(self) -> Path:
         """Where the worker finds ``impl`` (its sys.path: the course first, then PYTHONPATH),
@@ -1054,7 +1064,21 @@ class _Exercise:
         own = next((op.faults["own"] for op in self.ops if "own" in op.faults), None)
         if own:
             return f"not graded: the result did not come from your own Triton kernels.\n{own}"
+        copied = self._copied()
+        if copied:
+            return ("not graded: the kernels that computed the results are the course's "
+                    "reference kernels, copied:\n" + "\n".join(map(str, copied)) + "\n"
+                    f"{_COPIED}")  # fmt: skip
         return None
+
+    def _copied(self) -> list[originality.Copy]:
+        """The launched kernels (and the jit functions they call) that are reference solution
+        kernels, copied (learning.check.originality); none for the reference itself."""
+        if self.impl == COURSE_PACKAGE or self.session.copies_allowed:
+            return []
+        sources = {f"{self.impl}/{path}": text for path, text in self.sources.items()}
+        launched = [f"{self.impl}/{name}" for name in self.launched]
+        return originality.copies(sources, originality.solutions(), only=launched)
 
     def _checks(self, op: _Op) -> list[tuple[str, bool, str]]:
         checks = []

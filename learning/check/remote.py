@@ -328,11 +328,14 @@ class Session:
     ``seed`` is the caller's (the grader passes its own), else ``LEARNING_CHECK_SEED``, else a
     fresh one. ``time_limit_s`` bounds the whole run: a request that would outlast it raises
     :class:`TimeUp`. ``kernels`` makes the worker ready to record Triton launches.
+    ``copies_allowed`` lets kernels copied from the reference earn points (the course's own
+    tests, which grade the reference's kernels under another package's name).
     """
 
     def __init__(self, exercise: str, impl: str = "exercises", *,
                  extra_path: Sequence[Path | str] = (), seed: int | None = None,
-                 time_limit_s: float | None = None, kernels: bool = False):  # fmt: skip
+                 time_limit_s: float | None = None, kernels: bool = False,
+                 copies_allowed: bool = False):  # fmt: skip
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
         self.exercise, self.impl = exercise, impl
@@ -341,6 +344,7 @@ class Session:
         self.time_limit_s = time_limit_s
         self._deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
         self.kernels = kernels
+        self.copies_allowed = copies_allowed  # see check_exercise's reference_copies
         self.worker = Child(
             WORKER_PROGRAM.read_text(encoding="utf-8"),
             "main({}, {}, {}, " + ("True" if kernels else "False") + ")",

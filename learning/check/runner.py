@@ -75,6 +75,7 @@ def check_exercise(
     time_limit_s: float | None = None,
     manifest: manifest_module.Manifest | None = None,
     seed: int | None = None,
+    reference_copies: bool = False,
 ) -> ExerciseReport:
     """Run exercise ``name``'s checks against ``impl`` and return the report.
 
@@ -83,6 +84,9 @@ def check_exercise(
     package can live anywhere (the checker's tests use a temporary directory).
     ``time_limit_s`` overrides the manifest's limit for the whole exercise. ``seed`` is the
     run's seed (the grader passes its own); by default ``LEARNING_CHECK_SEED`` or a fresh one.
+    ``reference_copies``: let kernels copied from ``reference/`` earn points. Only the course's
+    own tests set it, to grade the reference's kernels under another package's name; the CLI
+    and the grader never do (:mod:`learning.check.originality`).
     """
     manifest = manifest or manifest_module.load()
     if name not in manifest.exercises:
@@ -94,7 +98,7 @@ def check_exercise(
     exercise = manifest.exercise(name)
     limit = exercise.time_limit_s if time_limit_s is None else time_limit_s
     started = time.perf_counter()
-    checks = _run_checks(exercise, impl, extra_path, limit, seed)
+    checks = _run_checks(exercise, impl, extra_path, limit, seed, reference_copies)
     elapsed = time.perf_counter() - started
     earned = sum(check.earned for check in checks)
     possible = sum(check.max_points for check in checks)
@@ -117,6 +121,7 @@ def _run_checks(
     extra_path: Sequence[Path | str],
     limit_s: float,
     seed: int | None,
+    reference_copies: bool = False,
 ) -> list[CheckResult]:
     """The check module's results, built here; whatever the learner's code does in the worker
     (a crash while its module imports, the whole time limit spent) is a failed check."""
@@ -125,7 +130,8 @@ def _run_checks(
     except Exception as error:  # the manifest names a check module that does not import
         return [_check_module_failure(exercise, error)]
     session = Session(exercise.name, impl, extra_path=extra_path, seed=seed, time_limit_s=limit_s,
-                      kernels=getattr(module, "RECORDS_KERNELS", False))  # fmt: skip
+                      kernels=getattr(module, "RECORDS_KERNELS", False),
+                      copies_allowed=reference_copies)  # fmt: skip
     # The worker runs as this process's user: what it could leave behind (a process outside
     # its group, a changed file that a later process of the checker would load) is looked for
     # once it has ended (learning.check.integrity).

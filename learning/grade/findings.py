@@ -28,6 +28,8 @@ FIXES: dict[str, str] = {
     "claims-reference": "benchmark your own kernel (kernel-bench --impl learner); a reference "
     "run measures the course's code, not yours",
     "copied": "submit a report of your own code",
+    "reference-copy": "write the kernel yourself; reference/ holds the kernel yours is measured "
+    "against, not an answer to hand in",
     "plausibility": "nothing, if the figures are genuine: the instructor re-runs the command",
     "check": "fix the kernel until `python -m learning.check EXERCISE` passes",
     "no-reports": "run kernel-bench --impl learner and put its JSON report under reports/",

@@ -15,7 +15,9 @@ is not read further):
    * every other file (``learning/``, ``reference/``) must be the release's, or a snapshot
      under the release's ``results/snapshots/`` with the recorded hash
      (:func:`learning.report.fingerprint_problems` against the release);
-   * a measured learner file that is another learner's submitted file is copying;
+   * a measured learner file that is another learner's submitted file is copying, and one
+     that holds a reference solution kernel, copied, measured the course's kernel
+     (:mod:`learning.check.originality`);
 
    * the fingerprint must be complete: every engine file a run always loads (the top-level
      import closure of the release's ``learning.bench``, and the schema), the reference
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from learning import ops
+from learning.check import originality
 from learning.grade.closure import Closure, import_closure, module_level_closure
 from learning.grade.evidence import evidence_findings
 from learning.grade.findings import Finding
@@ -69,7 +72,7 @@ class Release:
     _closures: dict = field(default_factory=dict, repr=False)
 
     def digest(self, path: str) -> str | None:
-        return self.hashes.digest(self.root / path)
+        return self.hashes.digest(os.path.join(self.root, path))
 
     def engine_files(self) -> frozenset[str]:
         """The engine files every kernel-bench run of this release loads."""
@@ -86,6 +89,22 @@ class Release:
             module = f"{REFERENCE_PACKAGE}.{spec.module}"
             found = module_level_closure(self.root, [module], REFERENCE_PACKAGE)
             self._closures[key] = frozenset(found)
+        return self._closures[key]
+
+    def reference_copies(self, file: Path, path: str, digest: str) -> list[originality.Copy]:
+        """The functions of a submitted learner file (``path``, with sha256 ``digest``) that
+        are this release's solution kernels, copied (:mod:`learning.check.originality`)."""
+        if not path.endswith(".py"):
+            return []
+        key = ("copies", path, digest)
+        if key not in self._closures:
+            if "solutions" not in self._closures:
+                self._closures["solutions"] = originality.solutions(self.root, self.manifest)
+            try:
+                source = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                source = ""
+            self._closures[key] = originality.copies({path: source}, self._closures["solutions"])
         return self._closures[key]
 
     def learner_closure(self, submission: Submission, modules: tuple[str, ...]) -> Closure:
@@ -134,17 +153,18 @@ class ClassIndex:
 def learner_files(submission: Submission, release: Release) -> dict[str, str]:
     """``{path: sha256}`` of every file under the submission's learner-owned folders."""
     files: dict[str, str] = {}
+    root = os.fspath(submission.folder)
     for folder in release.manifest.learner:
-        top = submission.folder / folder
-        if not top.is_dir():
+        top = os.path.join(root, folder)
+        if not os.path.isdir(top):
             continue
         for directory, subdirectories, names in os.walk(top):
             subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
             for name in names:
-                path = Path(directory, name)
+                path = os.path.join(directory, name)
                 digest = release.hashes.digest(path)
                 if digest is not None:
-                    files[path.relative_to(submission.folder).as_posix()] = digest
+                    files[os.path.relpath(path, root).replace(os.sep, "/")] = digest
     return files
 
 
@@ -272,8 +292,9 @@ def _environment(report: dict) -> list[Finding]:
 
 
 def _outside(path: str) -> bool:
-    pure = PurePosixPath(path)
-    return pure.is_absolute() or ".." in pure.parts or "\\" in path
+    """An absolute path, one that climbs (``..``) or one with a backslash: PurePosixPath's
+    answer, in string operations (a class's reports ask it for every file they name)."""
+    return path.startswith("/") or "\\" in path or ".." in path.split("/")
 
 
 def _fingerprint(
@@ -344,6 +365,11 @@ def _learner_file(
                 f"(measured sha256 {digest[:12]}, submitted {submitted[:12]})",
             )
         )
+    if submitted == digest:
+        findings += [
+            Finding("reference-copy", f"{copy}: the kernel measured is the course's, not yours")
+            for copy in release.reference_copies(submission.folder / path, path, digest)
+        ]
     others = sorted(index.owners(path, digest) - {submission.learner})
     if others:
         findings.append(

@@ -17,10 +17,11 @@ import hashlib
 import json
 import shutil
 import statistics
-import sys
 from pathlib import Path
 
+import own_work
 import pytest
+from own_work import own_solution  # the learner's own add kernel, not the reference's
 
 from learning import ops
 from learning.grade import grade_submissions
@@ -28,11 +29,9 @@ from learning.grade.cli import main as grade_main
 from learning.grade.clone import make_clone, run_bench, submit
 from learning.report import create_snapshots
 from learning.report.fingerprint import sha256_file
+from learning.report.normalize import normalized_sha256
 from learning.report.stats import MARGIN
 from learning.report.verdicts import verdicts
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 LEARNER_KERNEL = "exercises/kernels/add.py"
 BENCH = [
@@ -67,7 +66,7 @@ def genuine(tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("tampering")
     release = make_clone(work / "release")  # the course, as learners clone it
     solved = work / "add.py"
-    solved.write_bytes(make_exercises.solved(LEARNER_KERNEL, release))
+    solved.write_bytes(own_solution(LEARNER_KERNEL, release))
     clone = make_clone(work / "alice", release, {LEARNER_KERNEL: solved})
     report = run_bench(clone, BENCH, work / "add.json")
     as_reference = [word if word != "learner" else "reference" for word in BENCH]
@@ -81,10 +80,12 @@ def genuine(tmp_path_factory) -> dict:
 
 
 def _grade(
-    tmp_path: Path, genuine: dict, report: dict, *, learner="alice", release=None, edit=None
+    tmp_path: Path, genuine: dict, report: dict, *, learner="alice", release=None, edit=None,
+    files=None,
 ):
     """Submit ``report`` as ``learner``'s only report and grade the class (reports only).
-    ``edit``: text appended to (or written as) submitted files, ``{path: text}``."""
+    ``edit``: text appended to (or written as) submitted files, ``{path: text}``; ``files``:
+    submitted files replaced, ``{path: bytes}``."""
     submissions = tmp_path / "submissions"
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
@@ -92,6 +93,8 @@ def _grade(
     for name, text in (edit or {}).items():
         with open(folder / name, "a") as handle:
             handle.write(text)
+    for name, content in (files or {}).items():
+        (folder / name).write_bytes(content)
     grades = grade_submissions(
         submissions, release_root=release or genuine["release"], exercises=()
     )
@@ -258,6 +261,21 @@ def test_a_report_of_another_learners_files_is_caught(tmp_path, genuine):
         f"[copied] {LEARNER_KERNEL}: the measured file is the one learner(s) alice submitted" in bob
     )
     assert grades["alice"].reasons() == []
+
+
+def test_a_report_of_the_reference_kernel_copied_is_caught(tmp_path, genuine):
+    """The learner's add.py is the reference's, solutions and all (the copy a learner makes
+    with ``cp``, helper imports made absolute), and the report measured that file: it earns
+    nothing, the finding naming the reference kernel it copied."""
+    copied = own_work.make_exercises.solved(LEARNER_KERNEL, genuine["release"])
+    report = copy.deepcopy(genuine["report"])
+    report["fingerprint"]["files"][LEARNER_KERNEL] = hashlib.sha256(copied).hexdigest()
+    report["fingerprint"]["normalized"][LEARNER_KERNEL] = normalized_sha256(copied, "add.py")
+    alice = _grade(tmp_path, genuine, report, files={LEARNER_KERNEL: copied})["alice"]
+    assert (f"[reference-copy] {LEARNER_KERNEL}: _add_kernel is the course's _add_kernel from "
+            "reference/kernels/add.py") in _reasons(alice)
+    assert [f.code for f in alice.reports[0].findings] == ["reference-copy"]
+    assert alice.report_points == 0
 
 
 def test_identical_submissions_are_flagged_for_review(tmp_path, genuine):

@@ -10,17 +10,14 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from own_work import own_solution  # the learner's own add kernel, not the reference's
 
 from learning.grade import CSV_COLUMNS
 from learning.grade.cli import main
 from learning.grade.clone import make_clone, run_bench, submit
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
 
 REPO = Path(__file__).resolve().parents[2]
 MEASUREMENT = "exercises/measurement.py"
@@ -49,13 +46,14 @@ pytestmark = pytest.mark.xdist_group("graded_class")
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory) -> dict:
-    """Grade ``clean`` (the reference's answers, a genuine report) and ``inverted`` (speedup
-    upside down, no report) once; the tests read the outputs."""
+    """Grade ``clean`` (an add kernel of its own, the reference's measurement answers, a genuine
+    report) and ``inverted`` (speedup upside down, no report) once; the tests read the
+    outputs."""
     work = tmp_path_factory.mktemp("class")
     submissions = work / "submissions"
     release = make_clone(work / "release")  # the course, as learners clone it
     solved = work / "add.py"
-    solved.write_bytes(make_exercises.solved("exercises/kernels/add.py", release))
+    solved.write_bytes(own_solution("exercises/kernels/add.py", release))
     clean = make_clone(
         work / "clean",
         release,

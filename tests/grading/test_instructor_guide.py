@@ -6,8 +6,9 @@ on a made-up class: a copy of this course made into a git repository of its own 
 a clone of it, and one (bob) whose folder holds the untouched exercises and no report. Only two
 things are changed, both named in the guide: placeholders in capitals are replaced by this
 test's paths, and a line ending in ``# try-out adds: OPTIONS`` gets OPTIONS added. Between the
-learner's clone and their benchmark, the test does the learner's work: the add kernel and the
-measurement answers, solved (the exercises with their solutions left in), go into the clone.
+learner's clone and their benchmark, the test does the learner's work: an add kernel of her
+own (``tests/own_work.py``; a copy of the reference's would earn nothing) and the measurement
+answers, solved (the exercise with its solutions left in), go into the clone.
 When the notebooks are collected, alice hands back her assignment folder with the measurement
 answers solved and bob his as released: nbgrader must give her notebook full marks and his zero.
 """
@@ -28,6 +29,7 @@ from learning import manifest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
+from own_work import ADD, own_solution  # noqa: E402
 
 pytest.importorskip("nbgrader")
 pytestmark = pytest.mark.slow
@@ -120,9 +122,11 @@ def test_every_command_of_the_guide_runs(tmp_path):
             text = re.sub(rf"\b{name}\b", value, text)
         learners = "git clone" in text or text.startswith("cd kernel-workshop")
         if "kernel-bench" in text:  # the learner's work, done before they time it
-            for part in ("kernels/add.py", "measurement.py"):  # the copy, solutions left in
-                solved = make_exercises.solved(f"exercises/{part}", course)
-                (clone / "exercises" / part).write_bytes(solved)
+            # her own add kernel (a copy of the reference's would earn nothing), and the
+            # measurement answers as the reference has them (no kernel there to copy)
+            (clone / ADD).write_bytes(own_solution(ADD, course))
+            solved = make_exercises.solved("exercises/measurement.py", course)
+            (clone / "exercises" / "measurement.py").write_bytes(solved)
         if "ALICE_ASSIGNMENT" in block:  # the notebooks handed back: alice's solved, bob's not
             released = course / "course" / "release" / ASSIGNMENT
             shutil.copytree(released, alice_assignment)

@@ -75,7 +75,7 @@ def test_a_stubbed_chunked_forward_fails_its_check_naming_the_kernel(tmp_path, m
     it launched, while the whole-row checks still pass?"""
     package = mutant(tmp_path, monkeypatch, "softmax",
                      solution_of("_softmax_fwd_chunked_kernel", "return"))  # fmt: skip
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     failed = failures(results)
     assert list(failed) == ["softmax chunked rows"], failed
     message = failed["softmax chunked rows"]
@@ -95,7 +95,7 @@ def test_pytorch_behind_the_chunked_plan_earns_nothing(tmp_path, monkeypatch):
         "y.stride(0))\n    if plan.chunked:\n        return torch.softmax(x.float(), dim=-1)"
         ".to(x.dtype)\n    if plan.chunked:\n",
     ))  # fmt: skip
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     assert earned(results) == 0
     assert "the result did not come from your own Triton kernels" in failures(results)[
         "softmax chunked rows"]  # fmt: skip
@@ -111,7 +111,7 @@ def test_the_width_as_row_stride_in_the_chunked_kernel_is_named(tmp_path, monkey
         "    running_max",
         "    x_row = x_ptr + row * N\n    y_row = y_ptr + row * y_row_stride\n    running_max",
     ))  # fmt: skip
-    failed = failures(kernels.run("softmax", package))
+    failed = failures(kernels.run("softmax", package, reference_copies=True))
     assert list(failed) == ["softmax chunked rows"], failed
     assert "row 0 is right and later rows are wrong" in failed["softmax chunked rows"]
     assert "never by N" in failed["softmax chunked rows"]
@@ -146,7 +146,7 @@ def test_a_chunked_softmax_backward_without_the_row_sum_is_named(tmp_path, monke
         "tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)",
         "tl.store(dx_row + cols, (y * dy).to(dx_ptr.dtype.element_ty), mask=mask)",
     ))  # fmt: skip
-    failed = failures(kernels.run("softmax_train", package))
+    failed = failures(kernels.run("softmax_train", package, reference_copies=True))
     assert list(failed) == ["softmax_train chunked backward"], failed
     message = failed["softmax_train chunked backward"]
     assert "it launched _softmax_fwd_kernel, _softmax_bwd_chunked_kernel" in message

@@ -88,7 +88,7 @@ def run_only(exercise: str, impl: str, *checks: str):
     each (the run's ``focus``), for a test that asks of those checks and no others: each is
     graded as in a whole run, and each must be in the results (a name the plan has not would
     otherwise leave an assertion about it with nothing to fail on)."""
-    results = kernels.run(exercise, impl, focus=lambda cases: [
+    results = kernels.run(exercise, impl, reference_copies=True, focus=lambda cases: [
         case for case in cases if case.check in checks])  # fmt: skip
     missing = set(checks) - {r.name for r in results}
     assert not missing, f"no planned case of {sorted(missing)}"
@@ -277,7 +277,7 @@ def add(x, y):
 def test_kernel_that_mutates_its_input_fails(tmp_path, monkeypatch):
     """Does a kernel that also stores into its input lose the 'inputs unchanged' check?"""
     package = make_impl(tmp_path, monkeypatch, add=ADD_THAT_OVERWRITES_X)
-    results = failures(kernels.run("add", package))
+    results = failures(kernels.run("add", package, reference_copies=True))
     assert "input x: the kernels changed" in results["add leaves its inputs unchanged"]
     # Called again on the same tensors, it adds y to what it left in x: the repeat is wrong.
     assert set(results) <= {"add leaves its inputs unchanged", "add repeated calls"}
@@ -290,7 +290,7 @@ def test_torch_empty_returned_unwritten_fails(tmp_path, monkeypatch):
     """Does an output that nothing stored to fail as 'never written'?"""
     source = SOFTMAX + "\n\ndef softmax(x):\n    return torch.empty_like(x)\n"
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     assert any("output was never written" in m for m in failures(results).values())
     assert "softmax is not done yet" in failures(results)["softmax 16x256"]
     assert sum(r.earned for r in results) == 0  # nothing earns a point
@@ -310,7 +310,7 @@ def softmax(x):
     return y
 '''
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     (first,) = [r.message for r in results if "this exercise is not done yet" in r.message]
     assert f"{package}/kernels/softmax.py (softmax and the kernel it launches)" in first
     assert sum(r.earned for r in results) == 0
@@ -320,7 +320,7 @@ def test_stub_raising_not_implemented_says_not_done_yet(tmp_path, monkeypatch):
     """Does a stub that raises NotImplementedError fail fast with where to start?"""
     source = HEADER + "\n\ndef softmax(x):\n    raise NotImplementedError('TODO')\n"
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     (first,) = [r for r in results if "raised NotImplementedError: TODO (at " in r.message]
     assert "hint: not done yet: start with the TODOs in" in first.message
     assert all("not done yet" in r.message for r in results)
@@ -340,7 +340,7 @@ def softmax(x):
     return launch(x, out)
 '''
     package = make_impl(tmp_path, monkeypatch, softmax=source)
-    results = kernels.run("softmax", package)
+    results = kernels.run("softmax", package, reference_copies=True)
     report = "softmax returns a fresh output each call (as its process reports; no points)"
     assert list(failures(results)) == [report]
     assert "an output is the same tensor an earlier call returned" in failures(results)[report]
@@ -373,7 +373,7 @@ def softmax(x):
 def test_softmax_without_max_subtraction_fails_on_large_inputs(tmp_path, monkeypatch):
     """Does a softmax that skips the row max pass ordinary inputs but fail the x100 check?"""
     package = make_impl(tmp_path, monkeypatch, softmax=SOFTMAX_WITHOUT_MAX)
-    results = failures(kernels.run("softmax", package))
+    results = failures(kernels.run("softmax", package, reference_copies=True))
     assert list(results) == ["softmax large inputs (x100)"]
     message = results["softmax large inputs (x100)"]
     assert "x scaled by 100" in message.splitlines()[0]
@@ -462,7 +462,7 @@ def test_matmul_dropping_the_k_tail_is_named(tmp_path, monkeypatch):
 def test_import_error_is_reported_per_check(tmp_path, monkeypatch):
     """Does a module without the graded function fail every check, naming what is missing?"""
     package = make_impl(tmp_path, monkeypatch, add=HEADER)
-    results = kernels.run("add", package)
+    results = kernels.run("add", package, reference_copies=True)
     assert all(not r.passed for r in results)
     assert f"could not import add from {package}.kernels.add: AttributeError" in results[0].message
 

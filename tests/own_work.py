@@ -1,0 +1,42 @@
+"""A learner's own solution, for the tests that grade an honest learner from end to end.
+
+The checker and the grader refuse a kernel copied from ``reference/``
+(:mod:`learning.check.originality`), so the reference's solutions (``make_exercises.solved``)
+stand for a copying learner, not an honest one. An honest learner writes the kernel in their
+own way: here, the add kernel with one masked path for every block, where the reference takes
+an unmasked branch for full blocks.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_exercises  # noqa: E402
+
+ADD = "exercises/kernels/add.py"
+_ADD_TODO = (
+    "    # TODO: add BLOCK elements per program; load without a mask when the block is full\n"
+    "    pass\n"
+)
+_ADD_BODY = """\
+    first = tl.program_id(0).to(tl.int64) * BLOCK
+    index = first + tl.arange(0, BLOCK)
+    inside = index < n_elements
+    left = tl.load(x_ptr + index, mask=inside, other=0.0).to(tl.float32)
+    right = tl.load(y_ptr + index, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + index, (left + right).to(out_ptr.dtype.element_ty), mask=inside)
+"""
+OWN = {ADD: (_ADD_TODO, _ADD_BODY)}
+
+
+def own_solution(path: str, root: Path = ROOT) -> bytes:
+    """The learner's copy of ``path`` (one of ``OWN``) as made from ``root``'s reference, with
+    the learner's own code where its TODOs were."""
+    todo, body = OWN[path]
+    stub = make_exercises.render(root)[path].decode()
+    if stub.count(todo) != 1:
+        raise AssertionError(f"{path}: the exercise's TODO changed; update tests/own_work.py")
+    return stub.replace(todo, body).encode()
