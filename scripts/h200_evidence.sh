@@ -28,12 +28,14 @@
 #   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
 #                                             a rested GPU to its power limit (NVML); ncu; host
 #   scripts/h200_evidence.sh gemm-group OUTDIR the cooperative kernel's GROUP_M, alone; ncu 4096^3
+#   scripts/h200_evidence.sh heldout OUTDIR   shapes no plan was tuned on: the row ops, the vocabulary
+#                                             softmax, the GEMM and the training ops, against eager
 # The past experiments' device runs are in the lab, one script a question: lab/<question>/run.sh
 # (lab/README.md). Each step's stdout/stderr goes to OUTDIR/<name>.log; a failed step is
 # reported and the rest go on (scripts/evidence_steps.sh). Run from the repository root with
 # the GPU image's python3 (kernel-bench = learning.bench).
 set -uo pipefail
-usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|only|row-sum-code|gemm-regimes|gemm-group|gemm-ncu|gemm-ncu-4096 OUTDIR"
+usage="usage: h200_evidence.sh sweeps|training|explore|scripts|chunks|final|final-training|final-rows|final-gemm|final-scripts|only|row-sum-code|gemm-regimes|gemm-group|gemm-ncu|gemm-ncu-4096|heldout OUTDIR"
 part=${1:?$usage}
 out=${2:?$usage}
 # shellcheck source=scripts/evidence_steps.sh
@@ -150,6 +152,33 @@ final-scripts)
         --repeat 2 --output "$out/row-plan-grid-rmsnorm.json"
     step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider -k compiles \
         tests/reference/test_norm_gemm_kernels.py tests/reference/test_row_kernels.py
+    ;;
+heldout)
+    # shapes that none of the registry's default or CPU shapes is and no plan was chosen on
+    # (results/notes/heldout-shapes-predictions.md): warm, graph replay, against eager
+    heldout="--samples 5 --visits 2"
+    rows="--shape 8192 8192 --shape 32768 1024 --shape 131072 64 --shape 96 12288 --shape 7 100000"
+    for op in sum softmax rmsnorm; do
+        # shellcheck disable=SC2086  # one word an option
+        step "heldout-$op" timeout 150 python3 -m learning.bench --op "$op" $rows $heldout \
+            --output "$out/heldout-$op.json"
+    done
+    # shellcheck disable=SC2086
+    step heldout-softmax-vocab timeout 60 python3 -m learning.bench --op softmax \
+        --shape 2048 50257 $heldout --output "$out/heldout-softmax-vocab.json"
+    # shellcheck disable=SC2086
+    step heldout-matmul timeout 200 python3 -m learning.bench --op matmul --shape 2048 2048 2048 \
+        --shape 1024 1024 1024 --shape 128 8192 8192 --shape 8192 8192 256 \
+        --shape 5000 3000 7000 --shape 4096 11008 4096 $heldout \
+        --output "$out/heldout-matmul.json"
+    # shellcheck disable=SC2086
+    step heldout-training timeout 120 python3 -m learning.bench --op softmax_train \
+        --shape 8192 8192 --shape 96 12288 --dtype float16 $heldout \
+        --output "$out/heldout-softmax-train.json"
+    # shellcheck disable=SC2086
+    step heldout-rmsnorm-training timeout 120 python3 -m learning.bench --op rmsnorm_train \
+        --shape 8192 8192 --shape 96 12288 --dtype float16 $heldout \
+        --output "$out/heldout-rmsnorm-train.json"
     ;;
 only)
     # some of the records, to split a re-record over calls: RECORD="all training" ... only OUT
