@@ -156,7 +156,7 @@ final-scripts)
 heldout)
     # shapes that none of the registry's default or CPU shapes is and no plan was chosen on
     # (results/notes/heldout-shapes-predictions.md): warm, graph replay, against eager
-    heldout="--samples 5 --visits 2"
+    heldout="--samples 6 --visits 2"
     rows="--shape 8192 8192 --shape 32768 1024 --shape 131072 64 --shape 96 12288 --shape 7 100000"
     for op in sum softmax rmsnorm; do
         # shellcheck disable=SC2086  # one word an option
@@ -172,11 +172,11 @@ heldout)
         --shape 5000 3000 7000 --shape 4096 11008 4096 $heldout \
         --output "$out/heldout-matmul.json"
     # shellcheck disable=SC2086
-    step heldout-training timeout 120 python3 -m learning.bench --op softmax_train \
+    step heldout-softmax-train timeout 120 python3 -m learning.bench --op softmax_train \
         --shape 8192 8192 --shape 96 12288 --dtype float16 $heldout \
         --output "$out/heldout-softmax-train.json"
     # shellcheck disable=SC2086
-    step heldout-rmsnorm-training timeout 120 python3 -m learning.bench --op rmsnorm_train \
+    step heldout-rmsnorm-train timeout 120 python3 -m learning.bench --op rmsnorm_train \
         --shape 8192 8192 --shape 96 12288 --dtype float16 $heldout \
         --output "$out/heldout-rmsnorm-train.json"
     ;;
