@@ -14,6 +14,8 @@ the same code once everything that does not change what the code does, or only i
 set aside:
 
 * comments, docstrings and every other string statement, and the layout;
+* padding that does nothing: ``pass``, a bare constant, an assignment to names the function
+  never reads whose value calls nothing (``spare = 0``);
 * the decorators (``@triton.jit(do_not_specialize=...)`` or not, the body does the work);
 * every name the function binds or reads (its own name, its parameters, its locals, the
   modules and globals it reaches, ``tl`` included), each replaced by its order of first
@@ -22,9 +24,10 @@ set aside:
 
 Two people who write a kernel of two hundred syntax nodes independently do not write it node
 for node alike with the same constants; a copy that was renamed, reformatted or stripped of
-its comments still is. What this does not catch, and does not try to: a copy edited in its
-code (a statement added, moved or changed). That is partly the learner's own work, and a
-question for a person, as is any other resemblance.
+its comments or padded with statements that do nothing still is. What this does not catch,
+and does not try to: a copy edited in what it does (a statement that does something added,
+moved or changed). That is partly the learner's own work, and a question for a person, as is
+any other resemblance.
 
 Only the standard library and the course's manifest are used; sources are parsed, never run.
 """
@@ -107,16 +110,66 @@ class _Canonical(ast.NodeTransformer):
         return node
 
     def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
-        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return None  # a docstring, or a string used as a comment
+        if isinstance(node.value, ast.Constant):
+            return None  # a docstring, a string used as a comment, a bare number or ``...``
         self.generic_visit(node)
         return node
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+
+def _without_dead_stores(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """Drop, in place, every assignment to names the function never reads whose value calls
+    nothing (``spare = 0``, ``unused = x + 1``): padding that changes nothing a kernel does.
+    Again until none is left, since a dropped value may have been another name's only read."""
+    while True:
+        read = {n.id for n in ast.walk(function)
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}  # fmt: skip
+        dropped = False
+        for node in ast.walk(function):
+            for field in ("body", "orelse", "finalbody"):
+                statements = getattr(node, field, None)
+                if not isinstance(statements, list):
+                    continue
+                kept = [s for s in statements if not _dead_store(s, read)]
+                if len(kept) != len(statements):
+                    setattr(node, field, kept)
+                    dropped = True
+        if not dropped:
+            return
+
+
+def _dead_store(statement: ast.stmt, read: set[str]) -> bool:
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        targets, value = [statement.target], statement.value
+    else:
+        return False
+    names = [n for t in targets for n in ast.walk(t)]
+    return (
+        value is not None
+        and all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Store) for n in names)
+        and not any(n.id in read for n in names if isinstance(n, ast.Name))
+        and not any(isinstance(n, ast.Call | ast.Await | ast.Yield | ast.YieldFrom | ast.NamedExpr)
+                    for n in ast.walk(value))  # fmt: skip
+    )
+
+
+def _cleaned(function: ast.FunctionDef | ast.AsyncFunctionDef):
+    """A copy of ``function`` without its dead stores."""
+    function = copy.deepcopy(function)
+    _without_dead_stores(function)
+    return function
 
 
 def canonical(function: ast.FunctionDef | ast.AsyncFunctionDef, *, in_place: bool = False) -> str:
     """The form two copies of a function share (see the module docstring). ``in_place``: the
     tree may be changed (it is not used again), which saves copying it."""
-    return ast.dump(_Canonical().visit(function if in_place else copy.deepcopy(function)))
+    function = function if in_place else copy.deepcopy(function)
+    _without_dead_stores(function)
+    return ast.dump(_Canonical().visit(function))
 
 
 def _size(function: ast.FunctionDef | ast.AsyncFunctionDef, limit: int | None = None) -> int:
@@ -125,8 +178,8 @@ def _size(function: ast.FunctionDef | ast.AsyncFunctionDef, limit: int | None = 
     count, stack = 0, [function.args, *function.body]
     while stack and (limit is None or count <= limit):
         node = stack.pop()
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(
-            node.value.value, str
+        if isinstance(node, ast.Pass) or (
+            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         ):  # fmt: skip
             continue
         count += 1
@@ -186,9 +239,11 @@ def _solutions(root: Path, paths: tuple[str, ...], stamps: tuple) -> dict[str, S
             if any(map(_is_jit, function.decorator_list)) and any(
                 line.strip() == BEGIN for line in body
             ):  # fmt: skip
-                attributes = Counter(n.attr for n in ast.walk(function)
+                attributes = Counter(n.attr for part in (function.args, *function.body)
+                                     for n in ast.walk(part)
                                      if isinstance(n, ast.Attribute))  # fmt: skip
-                solution = Solution(path, function.name, function.lineno, _size(function),
+                solution = Solution(path, function.name, function.lineno,
+                                    _size(_cleaned(function)),
                                     tuple(sorted(attributes.items())))  # fmt: skip
                 found.setdefault(canonical(function), solution)
     return found
@@ -251,10 +306,11 @@ def copies(sources: Mapping[str, str], known: Mapping[str, Solution],
                 continue  # Triton launches, and kernels call, only decorated functions
             if wanted is not None and (path, function.name) not in wanted:
                 continue
+            name = function.name
+            function = _cleaned(function)
             if sizes and _size(function, max(sizes)) not in sizes:
                 continue
-            name = function.name
-            solution = known.get(canonical(function))
+            solution = known.get(canonical(function, in_place=True))
             if solution is not None:
                 found.append(Copy(path, name, solution))
     return found

@@ -24,6 +24,7 @@ from learning.check.runner import check_exercise
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = originality.solutions()
 BY_NAME = {solution.name: solution for solution in SOLUTIONS.values()}
+HEADER = "import triton\nimport triton.language as tl\n\n"
 
 
 class _Rename(ast.NodeTransformer):
@@ -54,11 +55,10 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def kernel_source(solution: originality.Solution) -> str:
-    tree = ast.parse((ROOT / solution.path).read_text())
-    node = next(n for n in ast.walk(tree)
-                if isinstance(n, ast.FunctionDef) and n.name == solution.name)  # fmt: skip
-    return ast.get_source_segment((ROOT / solution.path).read_text(), node, padded=False)
+def kernel_tree(name: str) -> tuple[ast.Module, ast.FunctionDef]:
+    """A module holding the solution kernel ``name`` as its file has it, and the kernel."""
+    tree = ast.parse(HEADER + decorated(BY_NAME[name]))
+    return tree, next(n for n in tree.body if isinstance(n, ast.FunctionDef))
 
 
 def decorated(solution: originality.Solution) -> str:
@@ -85,8 +85,7 @@ def test_every_kernel_exercise_has_solution_kernels():
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_a_copy_is_found_as_it_is_and_renamed(name):
     solution = BY_NAME[name]
-    header = "import triton\nimport triton.language as tl\n\n"
-    as_is = header + decorated(solution)
+    as_is = HEADER + decorated(solution)
     (found,) = originality.copies({"kernels/mine.py": as_is}, SOLUTIONS)
     assert (found.name, found.solution) == (name, solution)
     renamed = ast.unparse(_Rename().visit(ast.parse(as_is)))
@@ -97,17 +96,28 @@ def test_a_copy_is_found_as_it_is_and_renamed(name):
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_a_copy_padded_with_statements_that_do_nothing_is_found(name):
+    """``pass``, a bare number, assignments no one reads (one feeding the next): padding."""
+    tree, function = kernel_tree(name)
+    padding = ast.parse("pass\n0\nspare = 1\nmore = spare * 2\nmore += 3\n").body
+    function.body[1:1] = padding
+    function.body.append(ast.Pass())
+    (found,) = originality.copies({"k.py": ast.unparse(tree)}, SOLUTIONS)
+    assert found.solution == BY_NAME[name]
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_a_changed_constant_or_statement_is_not_a_copy(name):
-    """The same code, and only the same code: a copy edited in its code is a question for a
-    person, not a verdict."""
-    tree = ast.parse(kernel_source(BY_NAME[name]))
-    constants = [n for n in ast.walk(tree) if isinstance(n, ast.Constant)
+    """The same code, and only the same code: a copy edited in what it does is a question for
+    a person, not a verdict."""
+    tree, function = kernel_tree(name)
+    assert len(originality.copies({"k.py": ast.unparse(tree)}, SOLUTIONS)) == 1  # unedited
+    constants = [n for n in ast.walk(function) if isinstance(n, ast.Constant)
                  and type(n.value) in (int, float)]  # fmt: skip
     constants[-1].value += 1
     assert originality.copies({"k.py": ast.unparse(tree)}, SOLUTIONS) == []
-    tree = ast.parse(kernel_source(BY_NAME[name]))
-    function = tree.body[0]
-    function.body.insert(1, ast.parse("spare = 0").body[0])
+    tree, function = kernel_tree(name)
+    function.body.insert(1, ast.parse("tl.debug_barrier()").body[0])
     assert originality.copies({"k.py": ast.unparse(tree)}, SOLUTIONS) == []
 
 
@@ -116,7 +126,7 @@ def test_a_copy_spelled_to_slip_past_the_text_filter_is_found():
     ways Python lets a name be spelled apart from its dot (a line continuation, a comment
     inside brackets) or in other characters (full-width letters, which Python folds to the
     same identifier) must not hide a copy from it."""
-    text = "import triton\nimport triton.language as tl\n\n" + decorated(BY_NAME["_add_kernel"])
+    text = HEADER + decorated(BY_NAME["_add_kernel"])
     assert "tl.load(" in text and ".store(" in text and ".to(" in text
     text = text.replace("tl.load(", "tl.\\\n        load(", 1)
     text = text.replace(".store(", ".\uff53\uff54\uff4f\uff52\uff45(")  # full-width "store"
@@ -131,7 +141,7 @@ def test_a_copy_spelled_to_slip_past_the_text_filter_is_found():
 def test_a_copy_behind_a_kernel_of_ones_own_is_found_through_the_call():
     """The launched kernel is the learner's, a one-line call of a jit helper that is the
     reference's kernel under another name in another file: the helper is looked at too."""
-    helper = "import triton\nimport triton.language as tl\n\n" + decorated(
+    helper = HEADER + decorated(
         BY_NAME["_add_kernel"]).replace("def _add_kernel(", "def _helper(")  # fmt: skip
     launched = (
         "import triton\nimport triton.language as tl\nfrom .helpers import _helper\n\n\n"
