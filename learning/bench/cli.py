@@ -72,6 +72,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dtype", help="float16, bfloat16 or float32; default: every dtype of the op")
     p.add_argument(
+        "--case",
+        action="append",
+        metavar="OP/MxN/DTYPE",
+        help="run only this one of the selected cases (repeat for more), e.g. "
+        "softmax/1024x1024/float16: how `python -m learning.report stale` re-records the "
+        "stale cases of a sweep",
+    )
+    p.add_argument(
         "--compile", action="store_true", help="add torch.compile of the PyTorch baseline"
     )
     p.add_argument(
@@ -172,6 +180,7 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         op=args.op,
         output=args.output,
         shapes=shapes,
+        cases=tuple(args.case) if args.case else None,
         dtype=args.dtype,
         compile=args.compile,
         compile_mode=args.compile_mode,

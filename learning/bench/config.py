@@ -43,6 +43,7 @@ class BenchConfig:
     op: str
     output: Path
     shapes: tuple[tuple, ...] | None = None  # None: the spec's default (or CPU) shapes
+    cases: tuple[str, ...] | None = None  # "op/MxN/dtype": only these of the selected cases
     dtype: str | None = None  # None: every dtype the op supports
     compile: bool = False  # add Inductor's version of the first PyTorch baseline
     compile_mode: str = "default"  # how Inductor builds it (a key of COMPILE_MODES)
@@ -78,6 +79,7 @@ class BenchConfig:
             **values,
             "output": str(self.output),
             "shapes": [list(s) for s in self.shapes] if self.shapes else None,
+            "cases": list(self.cases) if self.cases else None,
             "ops": ops_run,
             "dtypes": dtypes,
             "device": device,
@@ -290,4 +292,23 @@ def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, st
         else:
             shapes = list(spec.cpu_shapes if device == "cpu" else spec.default_shapes)
         cases += [(spec, shape, ops.dtype_name(dtype)) for shape in shapes for dtype in dtypes]
-    return cases
+    return _only(cases, config.cases) if config.cases else cases
+
+
+def case_key(op: str, shape, dtype: str) -> str:
+    """A case as ``--case`` names it: ``softmax/1024x1024/float16``."""
+    return f"{op}/{'x'.join(str(d) for d in shape)}/{dtype}"
+
+
+def _only(cases: list, wanted: tuple[str, ...]) -> list:
+    """The selected cases that ``--case`` names, in their planned order; a named case that the
+    other options do not select is an error, so a typo cannot shrink a run unseen."""
+    keys = {case_key(spec.name, shape, dtype): (spec, shape, dtype) for spec, shape, dtype in cases}
+    unknown = [key for key in wanted if key not in keys]
+    if unknown:
+        raise BenchInputError(
+            f"--case {unknown[0]}: not among the cases this run selects (op/MxN/dtype, e.g. "
+            f"{next(iter(keys), 'softmax/1024x1024/float16')})"
+        )
+    chosen = set(wanted)
+    return [case for key, case in keys.items() if key in chosen]

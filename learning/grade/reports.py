@@ -22,7 +22,7 @@ is not read further):
    * the fingerprint must be complete: every engine file a run always loads (the top-level
      import closure of the release's ``learning.bench``, and the schema), the reference
      kernel's files, and every file of the SUBMITTED ``exercises/`` that the graded module
-     could have executed (its static import closure, :mod:`learning.grade.closure`); code
+     could have executed (its static import closure, :mod:`learning.report.closure`); code
      those files load dynamically (``exec``, ``importlib``, ...) is a finding of its own;
 
 4. the figures: :func:`learning.report.consistency_problems` (samples vs median/min/max, GB/s
@@ -43,7 +43,6 @@ from pathlib import Path, PurePosixPath
 
 from learning import ops
 from learning.check import originality
-from learning.grade.closure import Closure, import_closure, module_level_closure
 from learning.grade.evidence import evidence_findings
 from learning.grade.findings import Finding
 from learning.grade.hashing import HashCache
@@ -52,6 +51,7 @@ from learning.grade.plausibility import review_flags
 from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
 from learning.report import consistency_problems, fingerprint_problems
+from learning.report.closure import Closure, import_closure, module_level_closure
 
 ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
 ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none

@@ -12,12 +12,23 @@ normalize: give a report (or script record) made without ``fingerprint.normalize
 normalised hash of every file, computed from the content it measured (its snapshot, the file
 while unchanged, or the commit whose content has the recorded sha256); exit 1 when a file's
 measured content is gone (that file stays compared by its sha256).
+stale: for each card's recorded sweeps (``results/<card>/``), the cases whose code has changed
+since they were measured (``learning.report.binding``) and the cases the sweep's settings now
+select that no file records, with the commands that re-record exactly those, grouped into GPU
+calls that fit (``learning.report.sweeps``); exit 0 when every sweep is fresh, 1 otherwise.
+``--card NAME`` plans a card that has no folder yet (every sweep recorded whole).
+rerecord OUTDIR: on a GPU, run the first call of that plan for the GPU found (or the sweeps
+named by ``--sweep``), each sweep's report and log into OUTDIR.
+adopt OUTDIR: move the reports of OUTDIR into their card's folder (from the GPU name each
+records): a sweep's first report as ``<sweep>.json``, a later one as a part beside it,
+``<sweep>.part-<time>.json``, never over a file; each is validated first and snapshotted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -115,6 +126,176 @@ def _normalize(paths: list[Path], repo_root: Path = REPO_ROOT) -> int:
     return status
 
 
+def _selected(report: dict) -> list[str] | None:
+    """The case keys a sweep's recorded settings select with today's registry (None when the
+    settings cannot be read back, or the ops are gone)."""
+    from learning.bench.config import BenchConfig, BenchInputError, case_key, select
+
+    settings = report.get("settings") or {}
+    try:
+        given = settings.get("shapes")
+        shapes = tuple(tuple(shape) for shape in given) if given else None
+        config = BenchConfig(
+            op=settings["op"], output=Path("unused.json"), shapes=shapes,
+            dtype=settings.get("dtype"), impl=settings.get("impl", "reference"),
+        )  # fmt: skip
+        return [case_key(s.name, shape, dtype) for s, shape, dtype in select(config, "cuda")]
+    except (KeyError, TypeError, ValueError, BenchInputError):
+        return None
+
+
+def _states(folder: Path, names: list[str]) -> list:
+    from learning.report import sweeps
+
+    states = []
+    for name in names:
+        sweep = sweeps.load_sweep(folder, name)
+        bench = sweep.base is not None and not sweeps.SWEEPS[name].script
+        selected = _selected(sweep.base) if bench else None
+        states.append(sweeps.sweep_state(folder, name, REPO_ROOT, selected))
+    return states
+
+
+def _describe(state) -> list[str]:
+    where = state.folder.relative_to(REPO_ROOT) if state.folder.is_relative_to(REPO_ROOT) \
+        else state.folder  # fmt: skip
+    if state.fresh:
+        return [f"{where}/{state.name}: fresh ({state.recorded} cases)"]
+    if state.whole and not state.recorded:
+        return [f"{where}/{state.name}: to be recorded whole (~{state.seconds:.0f} s)"]
+    if state.whole:
+        return [f"{where}/{state.name}: every case stale: re-record it whole "
+                f"(~{state.seconds:.0f} s)"]  # fmt: skip
+    lines = [f"{where}/{state.name}: {len(state.stale)} of {state.recorded} cases stale or "
+             f"missing (~{state.seconds:.0f} s)"]  # fmt: skip
+    for case in state.stale:
+        why = "not recorded yet" if case.why is None else case.why.reasons[0]
+        lines.append(f"  {case.key}: {why}")
+    return lines
+
+
+def _plan_text(calls: list, outdir: str, card: str) -> list[str]:
+    lines = []
+    for number, call in enumerate(calls, 1):
+        total = sum(state.seconds for state in call)
+        names = " ".join(f"--sweep {state.name}" for state in call)
+        lines.append(f"GPU call {number} of {len(calls)} (~{total:.0f} s): python3 -m "
+                     f"learning.report rerecord {outdir} --card {card} {names}")  # fmt: skip
+        for state in call:
+            lines.append("  " + " ".join(state.command(outdir)))
+    if calls:
+        lines.append(f"then: python -m learning.report adopt {outdir}")
+    return lines
+
+
+def _stale(folders: list[Path], cards: list[str], names: list[str]) -> int:
+    from learning.report import sweeps
+
+    chosen = [*folders, *(REPO_ROOT / sweeps.RESULTS / card for card in cards)]
+    chosen = chosen or sweeps.card_folders(REPO_ROOT)
+    anything = False
+    for folder in chosen:
+        states = _states(folder, names)
+        for state in states:
+            print("\n".join(_describe(state)))
+        calls = sweeps.plan(states)
+        anything |= bool(calls)
+        for line in _plan_text(calls, "OUTDIR", folder.name):
+            print(line)
+    return 1 if anything else 0
+
+
+def _rerecord(outdir: Path, card: str | None, names: list[str], budget: float, dry: bool) -> int:
+    import subprocess
+    import time
+
+    from learning.report import sweeps
+
+    if card is None:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is None or not torch.cuda.is_available():
+            print("rerecord: no CUDA GPU here; name the card with --card to see the plan",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        card = sweeps.card_folder(torch.cuda.get_device_name())
+    folder = REPO_ROOT / sweeps.RESULTS / card
+    states = _states(folder, names or list(sweeps.SWEEPS))
+    calls = sweeps.plan(states, budget)
+    if not calls:
+        print(f"rerecord: every sweep of {card} is fresh")
+        return 0
+    call = calls[0] if not names else [s for c in calls for s in c]
+    for line in _plan_text([call], str(outdir), card):
+        print(line)
+    if len(calls) > 1 and not names:
+        print(f"rerecord: {len(calls) - 1} more call(s) after this one: run "
+              f"python -m learning.report stale --card {card}")  # fmt: skip
+    if dry:
+        return 0
+    outdir.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for state in call:
+        command = [sys.executable, *state.command(str(outdir))[1:]]
+        start = time.monotonic()
+        with open(outdir / f"{state.name}.log", "w") as log:
+            code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
+                                  cwd=REPO_ROOT).returncode  # fmt: skip
+        failed += code != 0
+        print(f"{state.name}: exit {code} in {time.monotonic() - start:.0f} s "
+              f"(estimated {state.seconds:.0f} s)")  # fmt: skip
+    return 1 if failed else 0
+
+
+def _adopt(outdir: Path) -> int:
+    import shutil
+
+    from learning.report import sweeps
+
+    status = 0
+    for path in sorted(outdir.glob("*.json")):
+        name = path.stem
+        if name not in sweeps.SWEEPS:
+            print(f"{path}: not a sweep ({', '.join(sweeps.SWEEPS)}); left where it is")
+            continue
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            print(f"{path}: cannot read a report: {error}", file=sys.stderr)
+            status = 1
+            continue
+        gpu = (report.get("environment") or {}).get("gpu_name") \
+            or ((report.get("data") or {}).get("environment") or {}).get("gpu")  # fmt: skip
+        if not gpu:
+            print(f"{path}: records no GPU name; not a GPU recording", file=sys.stderr)
+            status = 1
+            continue
+        folder = REPO_ROOT / sweeps.RESULTS / sweeps.card_folder(gpu)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{name}.json"
+        if target.exists():
+            stamp = re.sub(r"[^0-9T]", "", (report.get("started_at")
+                                           or report.get("recorded_at") or ""))[:13]  # fmt: skip
+            target = folder / f"{name}.part-{stamp or 'unknown'}.json"
+        if target.exists():
+            print(f"{path}: {target} exists; nothing moved", file=sys.stderr)
+            status = 1
+            continue
+        shutil.copyfile(path, target)
+        log = path.with_suffix(".log")
+        if log.is_file() and not target.with_suffix(".log").exists():
+            shutil.copyfile(log, target.with_suffix(".log"))
+        code = _snapshot(target)
+        problems = validate_file(target, REPO_ROOT)
+        for problem in problems:
+            print(f"{target}: {problem}", file=sys.stderr)
+        status = 1 if code or problems else status
+        print(f"{path} -> {target.relative_to(REPO_ROOT)}")
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m learning.report", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -130,7 +311,36 @@ def main(argv: list[str] | None = None) -> int:
         "normalize", help="add the normalised hashes, from the content each report measured"
     )
     normal.add_argument("reports", nargs="+", type=Path)
+    stale = commands.add_parser("stale", help="the stale cases of the recorded sweeps")
+    stale.add_argument("folders", nargs="*", type=Path, help="card folders (default: all)")
+    stale.add_argument("--card", action="append", default=[],
+                       help="plan a card by name (h100, h200), folder or not")  # fmt: skip
+    stale.add_argument("--sweep", action="append", default=[], help="only this sweep")
+    again = commands.add_parser("rerecord", help="on a GPU: re-record what is stale")
+    again.add_argument("outdir", type=Path)
+    again.add_argument("--card", help="the card's folder name (default: the GPU's model)")
+    again.add_argument("--sweep", action="append", default=[], help="only this sweep")
+    again.add_argument("--budget-s", type=float, default=None,
+                       help="kernel-bench seconds one call may take (default 480)")  # fmt: skip
+    again.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+    adopt = commands.add_parser("adopt", help="move re-recorded sweeps into their card folder")
+    adopt.add_argument("outdir", type=Path)
     args = parser.parse_args(argv)
+    if args.command in ("stale", "rerecord"):
+        from learning.report import sweeps
+
+        unknown = [name for name in args.sweep if name not in sweeps.SWEEPS]
+        if unknown:
+            parser.error(f"unknown sweep {unknown[0]!r}; choose from {', '.join(sweeps.SWEEPS)}")
+        names = args.sweep or list(sweeps.SWEEPS)
+        if args.command == "stale":
+            return _stale(args.folders, args.card, names)
+        budget = args.budget_s if args.budget_s is not None else sweeps.CALL_BUDGET_S
+        return _rerecord(args.outdir, args.card, args.sweep, budget, args.dry_run)
+    if args.command == "adopt":
+        if not args.outdir.is_dir():
+            parser.error(f"{args.outdir} is not a folder")
+        return _adopt(args.outdir)
     if args.command == "validate":
         return _validate(args.reports)
     if args.command == "normalize":

@@ -1,5 +1,9 @@
 """Which source files could a module have executed? Its static import closure, read by AST.
 
+Two readers use it: the grader (below) and the binding of recorded cases to code
+(:mod:`learning.report.binding`), which reads a report's measured sources through
+:class:`Sources` instead of the live files.
+
 A report's fingerprint is written by the learner's own copy of the engine, which lists the
 modules a run loaded. The grader does not take that list on its word: it reads the SUBMITTED
 sources and follows every import of the graded module that stays inside the learner's package
@@ -80,16 +84,6 @@ class Closure:
     files: set[str] = field(default_factory=set)  # repository-relative paths that exist
     dynamic: list[Dynamic] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # files that could not be parsed
-
-
-def module_file(root: Path, module: str) -> str | None:
-    """``exercises.kernels.add`` -> ``exercises/kernels/add.py`` (or a package's
-    ``__init__.py``) when that file exists under ``root``; None otherwise."""
-    base = module.replace(".", "/")
-    for candidate in (f"{base}.py", f"{base}/__init__.py"):
-        if (root / candidate).is_file():
-            return candidate
-    return None
 
 
 def _package_of(module: str, path: str) -> str:
@@ -182,11 +176,9 @@ class _Analysis:
 _ANALYSES: dict[tuple[str, str, str], _Analysis | None] = {}
 
 
-def _analyse(root: Path, module: str, path: str) -> _Analysis | None:
-    """The file's imports and dynamic loads; None when it cannot be parsed."""
-    try:
-        source = (root / path).read_bytes()
-    except OSError:
+def _analyse(source: bytes | None, module: str, path: str) -> _Analysis | None:
+    """The file's imports and dynamic loads; None when it cannot be parsed (or was not read)."""
+    if source is None:
         return None
     key = (hashlib.sha256(source).hexdigest(), module, path)
     if key not in _ANALYSES:
@@ -245,22 +237,57 @@ def _top_level_imports(tree: ast.Module) -> list[ast.AST]:
     return [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
-def _closure(root: Path, modules: Iterable[str], package: str, strict: bool) -> Closure:
+class Sources:
+    """Where a closure reads files: a folder's live files, or any other store of them.
+
+    ``exists(path)`` says whether a module's file is there (``reference/kernels/add.py``);
+    ``read(path)`` gives its bytes, or None when they cannot be had. The validator reads a
+    report's measured sources this way (its snapshots, or the files while unchanged).
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).is_file()
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return (self.root / path).read_bytes()
+        except OSError:
+            return None
+
+
+def _module_path(sources: Sources, module: str) -> str | None:
+    base = module.replace(".", "/")
+    for candidate in (f"{base}.py", f"{base}/__init__.py"):
+        if sources.exists(candidate):
+            return candidate
+    return None
+
+
+def closure(
+    sources: Sources, modules: Iterable[str], packages: Iterable[str], strict: bool = False
+) -> Closure:
+    """Every file of ``packages`` that ``modules`` could have executed (``strict``: that
+    importing them always executes, top-level imports only), and, when not strict, every
+    place in those files where code is loaded dynamically."""
+    packages = frozenset(packages)
     result = Closure()
     pending = list(modules)
     seen: set[str] = set()
     while pending:
         module = pending.pop()
-        if module in seen or module.split(".")[0] != package:
+        if module in seen or module.split(".")[0] not in packages:
             continue
         seen.add(module)
         parts = module.split(".")
         pending += [".".join(parts[:i]) for i in range(1, len(parts))]  # parents' __init__
-        path = module_file(root, module)
+        path = _module_path(sources, module)
         if path is None:
             continue  # a name imported from a module, not a module of its own
         result.files.add(path)
-        analysis = _analyse(root, module, path)
+        analysis = _analyse(sources.read(path), module, path)
         if analysis is None:
             result.unreadable.append(path)
             continue
@@ -273,10 +300,10 @@ def _closure(root: Path, modules: Iterable[str], package: str, strict: bool) -> 
 def import_closure(root: Path, modules: Iterable[str], package: str) -> Closure:
     """Every file of ``package`` under ``root`` that ``modules`` could have executed, and every
     place in those files where code is loaded dynamically."""
-    return _closure(root, modules, package, strict=False)
+    return closure(Sources(root), modules, [package])
 
 
 def module_level_closure(root: Path, modules: Iterable[str], package: str) -> set[str]:
     """The files of ``package`` that importing ``modules`` always executes: top-level imports
     only, followed transitively."""
-    return _closure(root, modules, package, strict=True).files
+    return closure(Sources(root), modules, [package], strict=True).files
