@@ -4,8 +4,9 @@ The learner's Python never runs in the benchmark's process (``learning.bench.lea
 nothing it does can replace a timer or the comparison there. Other code does run there: the
 reference package (a test's throwaway one, say), whatever it imports, torch.compile's output.
 :class:`Snapshot` records, when a run starts, every function and class the measurement depends
-on (``learning.bench``'s timers, gate and engine, ``learning.correctness``, ``learning.ops``
-with each op's baselines, oracle and tolerances, the report writer, and the public functions
+on (``learning.bench``'s timers, gate and engine, ``learning.correctness``, the op spec type and
+every op's definition module with its baselines, oracle and tolerances, the report writer, and
+the public functions
 of ``torch`` and ``time`` they call), by identity and by code object. :meth:`Snapshot.changes`
 names each one that is different when the run ends; the engine writes them into the report's
 ``warnings``. It is evidence, not a guard: it says that a figure may not be what it claims.
@@ -30,7 +31,7 @@ COURSE_MODULES = (
     "learning.bench.variants",
     "learning.bench.schedule",
     "learning.correctness",
-    "learning.ops",
+    "learning.ops.spec",
     "learning.report",
     "learning.report.fingerprint",
     "learning.report.stats",
@@ -62,6 +63,12 @@ def _entries() -> Iterator[tuple[str, object, str, object]]:
                         yield f"{name}.{attribute}.{member}", value, member, inner
     from learning import ops
 
+    for op in ops.NAMES:  # each definition module whole, as the course's modules above
+        name = f"{ops.__name__}.{op}"
+        module = sys.modules.get(name) or _try_import(name)
+        for attribute, value in list(vars(module).items()) if module else ():
+            if not attribute.startswith("__"):
+                yield f"{name}.{attribute}", module, attribute, value
     for op, spec in ops.OPS.items():
         label = f"learning.ops.OPS[{op!r}]"
         for field in dataclasses.fields(spec):

@@ -131,7 +131,7 @@ def _definition(sources: Sources, op: str, strict: bool) -> tuple[set[str], str 
     if sources.exists(own):
         found = closure(sources, [f"learning.ops.{op}"], [ENGINE_PACKAGE], strict=strict).files
         return {p for p in found if p.startswith(DEFINITIONS) and not is_interface(p)}, own
-    return {own}, None
+    return set(), None  # the op is defined nowhere (gone, or not a course tree): unknown
 
 
 def op_closure(sources: Sources, settings: dict, op: str, strict: bool = False) -> Closure:

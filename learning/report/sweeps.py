@@ -130,13 +130,23 @@ def _started(report: dict) -> str:
     return report.get("started_at") or report.get("recorded_at") or ""
 
 
+NOT_CARDS = ("local", "notes", "snapshots")  # results/ folders that are not a card's evidence
+
+
+def evidence_folders(root: Path = REPO_ROOT) -> list[Path]:
+    """Every ``results/<card>/``: the folders of recorded GPU evidence, one a GPU model."""
+    results = root / RESULTS
+    if not results.is_dir():
+        return []
+    return sorted(f for f in results.iterdir() if f.is_dir() and f.name not in NOT_CARDS)
+
+
 def card_folders(root: Path = REPO_ROOT) -> list[Path]:
     """Every ``results/<card>/`` that holds some sweep."""
-    results = root / RESULTS
-    return sorted(
-        folder for folder in results.iterdir()
-        if folder.is_dir() and any(part_files(folder, name) for name in SWEEPS)
-    )  # fmt: skip
+    return [
+        folder for folder in evidence_folders(root)
+        if any(part_files(folder, name) for name in SWEEPS)
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- stale
@@ -226,7 +236,8 @@ def sweep_state(
     if not sweep.files or SWEEPS[name].script:
         why = _record_stale(sweep.files[-1][1], root) if sweep.files else None
         whole = not sweep.files or why is not None
-        return SweepState(name, folder, [], 0, whole, START_S + per_case * count if whole else 0.0)
+        seconds = START_S + per_case * count if whole else 0.0
+        return SweepState(name, folder, [], len(sweep.files) and 1, whole, seconds)
     stale: list[StaleCase] = []
     recorded = sweep.cases()
     cache: dict[int, dict[str, Staleness]] = {}

@@ -6,6 +6,9 @@
    measured, or preserved as a snapshot with the recorded hash? A file is compared by its
    normalised hash where the report records one (a comment or docstring edited since the run
    changes nothing), by its sha256 otherwise. Files the run did not execute are not looked at.
+   And is the fingerprint complete: does it name every file each case's closure needs
+   (:func:`learning.report.binding.incomplete`: the engine core, the op's definition, its
+   kernels), each named when missing?
 3. :func:`consistency_problems`: do the summary figures follow from the samples: median, min
    and max from ``samples_ms``, GB/s from the logical bytes and the median, TFLOP/s from the
    FLOPs, every ratio from the PyTorch eager median of the same case, and (where a report has
@@ -27,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from learning.report import telemetry as telemetry_rule
+from learning.report.binding import incomplete
 from learning.report.fingerprint import REPO_ROOT, SCHEMA_PATH, file_hashes, resolve_report_path
 from learning.report.stats import paired, relative_spread
 from learning.report.verdicts import converged, verdicts
@@ -336,7 +340,11 @@ def validate(report: object, repo_root: Path = REPO_ROOT) -> list[str]:
     problems = schema_problems(report)
     if problems:
         return problems
-    return fingerprint_problems(report, repo_root) + consistency_problems(report)
+    return (
+        fingerprint_problems(report, repo_root)
+        + incomplete(report, repo_root)
+        + consistency_problems(report)
+    )
 
 
 def validate_file(path: Path, repo_root: Path = REPO_ROOT) -> list[str]:

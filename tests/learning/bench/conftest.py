@@ -11,7 +11,7 @@ torch.OutOfMemoryError), ``broken`` (does not import), and cheats the gate must 
 call returned), ``cache_ptr`` / ``cache_version`` (the answer cached by the input's address, or
 address and version), ``after_two`` (honest for two calls, then the second answer again),
 ``version_log`` (honest, and notes the input's version at each call), ``gc_oracle`` (copies
-the float64 oracle if it can find it), ``tamper`` (replaces ``learning.ops.torch`` and a timer
+the float64 oracle if it can find it), ``tamper`` (replaces ``learning.ops.softmax.torch`` and a timer
 method when imported).
 """
 
@@ -45,7 +45,7 @@ import types
 import torch
 
 import learning.bench.timers
-import learning.ops
+import learning.ops.softmax
 from {package}.kernels import _rows
 
 CALLS = [0]
@@ -54,7 +54,7 @@ INTERRUPT_AFTER = {interrupt_after!r}
 CACHE = {{}}
 
 if MODE == "tamper":  # replaced while the run runs: the report must say so
-    learning.ops.torch = types.SimpleNamespace(**vars(torch))
+    learning.ops.softmax.torch = types.SimpleNamespace(**vars(torch))
     _prepare = learning.bench.timers.CpuTimer.prepare
     learning.bench.timers.CpuTimer.prepare = lambda self, *a, **k: _prepare(self, *a, **k)
 

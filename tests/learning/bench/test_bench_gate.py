@@ -162,11 +162,13 @@ def test_tampering_in_the_benchmark_process_is_named_in_the_warnings(
     from learning.bench import timers
 
     # what the package replaces is put back after the test
-    monkeypatch.setattr(ops, "torch", ops.torch)
+    from learning.ops import softmax as definition
+
+    monkeypatch.setattr(definition, "torch", definition.torch)
     monkeypatch.setattr(timers.CpuTimer, "prepare", timers.CpuTimer.prepare)
     report = run(small_config(reference_package=make_impl("tamper")))
     (warning,) = [w for w in report.data["warnings"] if "changed while it ran" in w]
-    assert "learning.ops.torch was replaced" in warning
+    assert "learning.ops.softmax.torch was replaced" in warning
     assert "learning.bench.timers.CpuTimer.prepare was replaced" in warning
     assert learning.report.validate(report.data) == []
 

@@ -19,7 +19,7 @@ import torch
 
 import learning.bench.timers
 import learning.correctness
-import learning.ops
+import learning.ops.softmax
 import learning.report
 from learning.bench import cli, run
 from learning.report.fingerprint import REPO_ROOT
@@ -104,7 +104,7 @@ from pathlib import Path
 
 import learning.bench.timers
 import learning.correctness
-import learning.ops
+import learning.ops.softmax
 
 
 class _SlowTorch(types.ModuleType):
@@ -117,7 +117,7 @@ class _SlowTorch(types.ModuleType):
 
 Path({marker!r}).write_text("imported")
 learning.bench.timers.time = type("Fast", (), {{"perf_counter": staticmethod(lambda: 0.0)}})
-learning.ops.torch = _SlowTorch("torch")
+learning.ops.softmax.torch = _SlowTorch("torch")
 learning.correctness.compare_all = lambda *args, **kwargs: []
 
 
@@ -219,13 +219,13 @@ def test_the_learners_module_cannot_touch_timers_baselines_or_the_gate(learner_r
     marker = tmp_path / "marks" / "imported.txt"
     timers_time, ops_torch, compare_all = (
         learning.bench.timers.time,
-        learning.ops.torch,
+        learning.ops.softmax.torch,
         learning.correctness.compare_all,
     )
     report = learner_run(TAMPER.format(marker=str(marker)))
     assert marker.read_text() == "imported", "the cheat never ran"
     assert learning.bench.timers.time is timers_time
-    assert learning.ops.torch is ops_torch is torch
+    assert learning.ops.softmax.torch is ops_torch is torch
     assert learning.correctness.compare_all is compare_all
     variants = _variants(report)
     assert variants["learner"]["status"] == "failed"
