@@ -11,8 +11,8 @@ torch.OutOfMemoryError), ``broken`` (does not import), and cheats the gate must 
 call returned), ``cache_ptr`` / ``cache_version`` (the answer cached by the input's address, or
 address and version), ``after_two`` (honest for two calls, then the second answer again),
 ``version_log`` (honest, and notes the input's version at each call), ``gc_oracle`` (copies
-the float64 oracle if it can find it), ``tamper`` (replaces ``learning.ops.softmax.torch`` and a timer
-method when imported).
+the float64 oracle if it can find it), ``tamper`` (replaces ``learning.ops.softmax.torch`` and
+a timer method when imported).
 """
 
 from __future__ import annotations
