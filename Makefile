@@ -1,6 +1,7 @@
 # Two commands do all of the set-up (see README):
-#   make course   create .venv if missing, then grade the measurement exercise against the
-#                 reference and write a small CPU kernel-bench report under results/local/
+#   make course   create .venv if missing, then grade the measurement and softmax exercises
+#                 against the reference, write a small CPU kernel-bench report under
+#                 results/local/, and end with the learner's next step: the lesson to open
 #   make test     create .venv if missing, then lint and run the whole test suite
 #   make test-fast  the same without the tests marked `slow` (each over about 10 s on a 2-core
 #                 CPU: notebooks, the browser, whole checker and script runs), for quick edits;
@@ -13,6 +14,8 @@ STAMP  := $(VENV)/.installed
 # One pytest-xdist worker a core; the tests that share the reference's graded run (the
 # `reference` group) stay on one worker. PARALLEL= runs the suite in one process.
 PARALLEL ?= -n auto --dist loadgroup
+# JupyterLab refuses to start as root without this option (make course prints the command).
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)), --allow-root)
 
 .PHONY: course test test-fast lab-test lint exercises notebooks clean-venv
 
@@ -29,6 +32,8 @@ course: $(STAMP)
 	$(BIN)/python -m learning.check softmax --reference
 	mkdir -p results/local
 	$(BIN)/kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
+	@echo "Set up: the checks above graded reference/, not your work (the journal lines are your journals, empty until you start)."
+	@echo "Next: lesson 01. Run JUPYTER_CONFIG_PATH=.jupyter $(BIN)/jupyter lab$(ALLOW_ROOT) and open lessons/01-tensors-and-bytes.ipynb"
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,12 +3,16 @@
 The guide's shell blocks are read from the file and run in order, each in a fresh ``bash -e``,
 on a made-up class: a copy of this course made into a git repository of its own (with an
 ``origin`` to push the release tag to), one learner (alice) who follows the learner's blocks in
-a clone of it, and one (bob) whose folder holds the untouched exercises and no report. Only two
-things are changed, both named in the guide: placeholders in capitals are replaced by this
-test's paths, and a line ending in ``# try-out adds: OPTIONS`` gets OPTIONS added. Between the
-learner's clone and their benchmark, the test does the learner's work: an add kernel of her
-own (``tests/own_work.py``; a copy of the reference's would earn nothing) and the measurement
-answers, solved (the exercise with its solutions left in), go into the clone.
+a clone of it, and one (bob) whose folder holds the untouched exercises and no report. Only three
+things are changed, all named in the guide: placeholders in capitals are replaced by this
+test's paths, a line ending in ``# try-out adds: OPTIONS`` gets OPTIONS added, and the
+learner's clone gets this test's virtual environment as its ``.venv`` (a link), in place of the
+one ``make course`` makes. The learner's blocks run as a learner runs them, with no environment
+active: that ``.venv``'s ``bin/`` is taken off ``PATH``, so they work only by naming
+``.venv/bin/``. Between the learner's clone and their benchmark, the test does the learner's
+work: an add kernel of her own (``tests/own_work.py``; a copy of the reference's would earn
+nothing) and the measurement answers, solved (the exercise with its solutions left in), go
+into the clone.
 When the notebooks are collected, alice hands back her assignment folder with the measurement
 answers solved and bob his as released: nbgrader must give her notebook full marks and his zero.
 """
@@ -99,6 +103,17 @@ def test_every_command_of_the_guide_runs(tmp_path):
                 "GIT_COMMITTER_EMAIL": "instructor@example.org"}  # fmt: skip
     bin_folder = str(Path(sys.executable).parent)
     base = {**os.environ, **identity, "PATH": os.pathsep.join([bin_folder, os.environ["PATH"]])}
+    venv = Path(sys.prefix)  # what `make course` makes as .venv, with kernel-bench in its bin/
+    if venv == Path(sys.base_prefix) or not (venv / "bin" / "kernel-bench").is_file():
+        pytest.skip(
+            "the learner's commands name .venv/bin/: run this test in the course's "
+            "virtual environment (make course makes it)"
+        )
+    # A learner's shell: no virtual environment active, its bin/ not on PATH.
+    learner_path = [entry for entry in os.environ["PATH"].split(os.pathsep)
+                    if entry and Path(entry).resolve() != (venv / "bin").resolve()]  # fmt: skip
+    as_learner = {key: value for key, value in base.items() if key != "VIRTUAL_ENV"}
+    as_learner["PATH"] = os.pathsep.join(learner_path)
     git = ["git", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q", "--bare", str(origin)], check=True)
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the course"],
@@ -127,6 +142,8 @@ def test_every_command_of_the_guide_runs(tmp_path):
             (clone / ADD).write_bytes(own_solution(ADD, course))
             solved = make_exercises.solved("exercises/measurement.py", course)
             (clone / "exercises" / "measurement.py").write_bytes(solved)
+            if not (clone / ".venv").exists():  # the environment `make course` would have made
+                (clone / ".venv").symlink_to(venv, target_is_directory=True)
         if "ALICE_ASSIGNMENT" in block:  # the notebooks handed back: alice's solved, bob's not
             released = course / "course" / "release" / ASSIGNMENT
             shutil.copytree(released, alice_assignment)
@@ -134,7 +151,8 @@ def test_every_command_of_the_guide_runs(tmp_path):
             (alice_assignment / "exercises" / "measurement.py").write_bytes(solved)
             shutil.copytree(released, course / "course" / "submitted" / "bob" / ASSIGNMENT)
         root = clone if clone.is_dir() else course
-        env = {**base, "PYTHONPATH": str(root if learners else course)}
+        shell = as_learner if learners else base
+        env = {**shell, "PYTHONPATH": str(root if learners else course)}
         _run(text, home if learners else course, env)
 
     rows = {r["learner"]: r for r in csv.DictReader((course / "grades.csv").open())}

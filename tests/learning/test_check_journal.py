@@ -80,7 +80,7 @@ def test_a_copy_of_the_prompt_or_of_the_template_is_not_an_answer(tmp_path):
     """The prompt pasted back, the placeholder without its italics, the journal's own
     introduction: none of them is the learner's answer."""
     copies = (
-        "Softmax at 65536 x 128 fp16: one row per program, or 32 rows stacked in one program",
+        "Softmax at 65536 x 128 fp16: one row per program, or 16 rows stacked in one program",
         "Write your prediction here before running.",
         "Write the prediction before you run anything, and do not edit it afterwards",
     )
