@@ -67,10 +67,9 @@ INTERFACE = frozenset(
         "learning/bench/output.py",
         "learning/check/__init__.py",
         "learning/ops/__init__.py",
-        "learning/schemas/report-v2.json",
     }
 )
-INTERFACE_FOLDERS = ("learning/report/",)
+INTERFACE_FOLDERS = ("learning/report/", "learning/schemas/")
 
 
 def is_interface(path: str) -> bool:
