@@ -53,8 +53,7 @@ from learning.grade.loading import load_report
 from learning.grade.plausibility import review_flags
 from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
-from learning.report import consistency_problems, fingerprint_problems
-from learning.report import binding
+from learning.report import binding, consistency_problems, fingerprint_problems
 from learning.report.closure import Closure, Sources, import_closure, module_level_closure
 
 ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
