@@ -218,7 +218,9 @@ def test_an_instructor_may_reword_a_message_or_the_cli_mid_term(tmp_path, genuin
     assert alice.reasons() == []
     with open(release / "learning" / "bench" / "timers.py", "a") as edited:
         edited.write("\nEDITED_MID_TERM = True\n")
-    alice = _grade(tmp_path / "again", genuine, genuine["report"], release=release)["alice"]
+    again = tmp_path / "again"
+    again.mkdir()
+    alice = _grade(again, genuine, genuine["report"], release=release)["alice"]
     assert "[release-file] learning/bench/timers.py: changed since the run" in _reasons(alice)
 
 
