@@ -1,7 +1,8 @@
 """The op registry: an index of the course's operations by name, and nothing else.
 
-Each op is defined in a module of its own, ``learning/ops/<name>.py``, as one frozen
-:class:`~learning.ops.spec.OpSpec` called ``SPEC``; the type and what the definitions share
+Each op is defined in a package of its own, ``learning/ops/<name>/__init__.py``, as one frozen
+:class:`~learning.ops.spec.OpSpec` called ``SPEC`` (the package's other modules hold what only
+the checker reads, which no run imports); the type and what the definitions share
 are in ``learning/ops/spec.py``. This index names the ops, in the order the tools list them,
 and the groups a run can ask for. Nothing here decides what a measurement does: a report
 binds each case to its op's definition module and kernels, never to this index (see

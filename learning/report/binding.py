@@ -10,8 +10,9 @@ its gate verdict:
   sampler, variants, runtime, how the samples are recorded), and for a learner run also the
   learner path (everything ``learning.bench.learner`` can import: the worker, the trace, the
   replay, the guards);
-* **the op's definition**: ``learning/ops/<op>.py``, with the definitions and the spec type it
-  imports (``softmax_train`` reads ``softmax``'s oracle and baselines);
+* **the op's definition**: ``learning/ops/<op>/__init__.py``, with the definitions and the spec
+  type it imports (``softmax_train`` reads ``softmax``'s oracle and baselines); the other
+  modules of the op's package hold what only the checker reads, and no run imports them;
 * **the op's kernels**: every file of the implementation packages that the op's kernel module
   can import (``reference/kernels/softmax.py``, ``launch.py``, ``row_plan.py`` and the
   packages' ``__init__.py``), and for a learner run the learner's files too.
@@ -52,7 +53,7 @@ from learning.report.fingerprint import REPO_ROOT, file_hashes, measured_source
 ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
 LEARNER_ENTRY = "learning.bench.learner"  # what a learner run adds: worker, trace, replay
 ENGINE_PACKAGE = "learning"
-DEFINITIONS = "learning/ops/"  # learning/ops/<op>.py defines the op <op>
+DEFINITIONS = "learning/ops/"  # learning/ops/<op>/__init__.py defines the op <op>
 LEGACY_REGISTRY = "learning/ops.py"  # every op in one module, as reports before the split have
 # Recorded, never binding (see the module docstring). A new engine module binds until it is
 # named here, so forgetting to classify one can only make evidence stale, never falsely fresh.
@@ -76,8 +77,10 @@ def is_interface(path: str) -> bool:
     return path in INTERFACE or path.startswith(INTERFACE_FOLDERS)
 
 
-def definition_path(op: str) -> str:
-    return f"{DEFINITIONS}{op}.py"
+def definition_paths(op: str) -> tuple[str, str]:
+    """Where the op ``op`` may be defined: its own package (whose other modules, the
+    checker's data, no run imports) or, as first written, a module."""
+    return f"{DEFINITIONS}{op}/__init__.py", f"{DEFINITIONS}{op}.py"
 
 
 def kernel_module(source: bytes | None, op: str) -> str | None:
@@ -126,10 +129,10 @@ def _definition(sources: Sources, op: str, strict: bool) -> tuple[set[str], str 
     """The op's definition files and the path its kernel module is read from."""
     if sources.exists(LEGACY_REGISTRY):  # a report from before the split: every op in one
         return {LEGACY_REGISTRY}, LEGACY_REGISTRY
-    own = definition_path(op)
-    if sources.exists(own):
-        found = closure(sources, [f"learning.ops.{op}"], [ENGINE_PACKAGE], strict=strict).files
-        return {p for p in found if p.startswith(DEFINITIONS) and not is_interface(p)}, own
+    for own in definition_paths(op):
+        if sources.exists(own):
+            found = closure(sources, [f"learning.ops.{op}"], [ENGINE_PACKAGE], strict).files
+            return {p for p in found if p.startswith(DEFINITIONS) and not is_interface(p)}, own
     return set(), None  # the op is defined nowhere (gone, or not a course tree): unknown
 
 
