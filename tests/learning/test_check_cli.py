@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from learning import manifest as manifest_module
+from learning import ops
 from learning.check import cli
 from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise, journal_status
 from learning.manifest import ROOT
@@ -89,7 +90,8 @@ def test_no_exercise_lists_the_exercises_on_stdout():
         (line,) = [line for line in lines if line.split()[:1] == [name]]
         lesson = manifest.lesson_of(name)
         assert f"  lesson {lesson.number:02d}  " in line and len(line.split()) > 3, line
-    assert any(re.fullmatch(r"  add +lesson 09  elementwise x \+ y", line) for line in lines)
+    summary = re.escape(ops.get("add").summary)
+    assert any(re.fullmatch(rf"  add +lesson 09  {summary}", line) for line in lines)
     assert any(line.endswith("lesson 07  A timing number needs an explanation") for line in lines)
 
 
@@ -116,7 +118,7 @@ def test_the_list_as_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [row["name"] for row in rows] == list(manifest_module.load().exercises)
     add = next(row for row in rows if row["name"] == "add")
-    assert add == {"name": "add", "lesson": 9, "description": "elementwise x + y",
+    assert add == {"name": "add", "lesson": 9, "description": ops.get("add").summary,
                    "files": ["exercises/kernels/add.py"]}
 
 
