@@ -8,6 +8,7 @@ learner`` report run in that clone. The grader re-runs the measurement checks on
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 from own_work import own_solution  # the learner's own add kernel, not the reference's
 
-from learning.grade import CSV_COLUMNS
-from learning.grade.cli import main
+from learning.grade import CSV_COLUMNS, GradeInputError
+from learning.grade.cli import main, read_seed
 from learning.grade.clone import make_clone, run_bench, submit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +47,12 @@ pytestmark = pytest.mark.xdist_group("graded_class")
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory) -> dict:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdin", io.StringIO("1234\n"))  # --seed-stdin reads it
+        return _graded_class(tmp_path_factory)
+
+
+def _graded_class(tmp_path_factory) -> dict:
     """Grade ``clean`` (an add kernel of its own, the reference's measurement answers, a genuine
     report) and ``inverted`` (speedup upside down, no report) once; the tests read the
     outputs."""
@@ -83,8 +90,7 @@ def graded_class(tmp_path_factory) -> dict:
             str(release),
             "--exercise",
             "measurement",
-            "--seed",
-            "1234",
+            "--seed-stdin",
             "--feedback-dir",
             str(feedback),
             "--gradebook",
@@ -120,7 +126,22 @@ def test_a_failing_exercise_loses_points_with_a_reason(graded_class):
 
 def test_the_seed_is_recorded_beside_the_csv(graded_class):
     record = json.loads((graded_class["work"] / "grades.run.json").read_text())
-    assert record["seed"] == 1234 and "--seed" in record["command"]
+    assert record["seed"] == 1234 and "--seed-stdin" in record["command"]
+    assert "1234" not in " ".join(record["command"])  # read from stdin, never an argument
+
+
+@pytest.mark.parametrize(
+    ("given", "seed"),
+    [("1234\n", 1234), ('{"seed": 77, "learners": 2}', 77), (str(2**63 - 1), 2**63 - 1)],
+)
+def test_the_seed_is_read_from_stdin_as_a_number_or_a_run_record(given, seed):
+    assert read_seed(io.StringIO(given)) == seed
+
+
+@pytest.mark.parametrize("given", ["", "-1", "12a", str(2**63), '{"seed": "x"}', "{broken"])
+def test_a_seed_on_stdin_that_is_not_one_is_refused(given):
+    with pytest.raises(GradeInputError, match="--seed-stdin"):
+        read_seed(io.StringIO(given))
 
 
 def test_a_run_without_a_seed_draws_and_records_a_secret_one(tmp_path, graded_class):
@@ -134,29 +155,23 @@ def test_a_run_without_a_seed_draws_and_records_a_secret_one(tmp_path, graded_cl
     assert isinstance(first, int) and first != second
 
 
-def test_the_checker_gets_the_instructors_seed(monkeypatch, tmp_path):
-    """check_submission passes the seed on, as a keyword where check_exercise has one, and as
-    the replay variable for that call otherwise."""
+def test_the_checker_gets_the_instructors_seed_as_an_argument(monkeypatch, tmp_path):
+    """check_submission passes the seed on as an argument, never through the environment,
+    which learner code could read (the grader's /proc/PID/environ)."""
     from learning.check.seeds import SEED_VARIABLE
     from learning.grade import checks
 
     seen = []
 
-    def without_keyword(name, impl, *, extra_path=(), manifest=None):
-        seen.append(os.environ.get(SEED_VARIABLE))
-        return real(name, impl, extra_path=extra_path, manifest=manifest)
-
     def with_keyword(name, impl, *, extra_path=(), manifest=None, seed=None):
-        seen.append(seed)
+        seen.append((seed, os.environ.get(SEED_VARIABLE)))
         return real(name, impl, extra_path=extra_path, manifest=manifest)
 
     real = checks.check_exercise
     monkeypatch.delenv(SEED_VARIABLE, raising=False)
-    for fake, expected in ((without_keyword, "77"), (with_keyword, 77)):
-        monkeypatch.setattr(checks, "check_exercise", fake)
-        checks.check_submission("tensors", tmp_path, seed=77)
-        assert seen[-1] == expected
-    assert SEED_VARIABLE not in os.environ  # set for the call only
+    monkeypatch.setattr(checks, "check_exercise", with_keyword)
+    checks.check_submission("tensors", tmp_path, seed=77)
+    assert seen == [(77, None)]
 
 
 def test_the_csv_has_the_documented_columns(graded_class):
