@@ -6,7 +6,10 @@ never imports the learner's code: every call into it is a request to a worker pr
 they computed themselves. Every :class:`~learning.check.model.CheckResult` is built on this
 side, so nothing the learner's code does (print, raise, patch, forge, crash, hang) reaches a
 verdict: a mistake is a failed check with a message, never a traceback from the checker. The
-manifest's time limit bounds the whole exercise.
+manifest's time limit bounds the whole exercise. It, and every limit inside the checks, is in
+seconds of the course's reference machine: the run measures this machine's pace once
+(:mod:`learning.check.pace`) and multiplies them all by it, so that a slow or loaded machine
+does not cost an honest kernel its points.
 
 The lesson's journal is read here too and reported without points: which of its prompts hold
 an answer in the learner's own words (:mod:`learning.check.journal`).
@@ -15,6 +18,7 @@ an answer in the learner's own words (:mod:`learning.check.journal`).
 from __future__ import annotations
 
 import importlib
+import math
 import time
 import traceback
 from collections.abc import Sequence
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
-from learning.check import forkserver, integrity
+from learning.check import forkserver, integrity, pace
 from learning.check.journal import JournalStatus, journal_status
 from learning.check.model import CheckResult
 from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
@@ -98,8 +102,10 @@ def check_exercise(
     exercise = manifest.exercise(name)
     limit = exercise.time_limit_s if time_limit_s is None else time_limit_s
     started = time.perf_counter()
+    slowdown = pace.slowdown()  # once a run, before any process of the checks starts
     with integrity.hidden():  # the seed and the verdicts out of the worker's reach (/proc)
-        checks = _run_checks(exercise, impl, extra_path, limit, seed, reference_copies)
+        checks = _run_checks(exercise, impl, extra_path, limit, seed, reference_copies,
+                             slowdown)  # fmt: skip
     elapsed = time.perf_counter() - started
     earned = sum(check.earned for check in checks)
     possible = sum(check.max_points for check in checks)
@@ -123,16 +129,20 @@ def _run_checks(
     limit_s: float,
     seed: int | None,
     reference_copies: bool = False,
+    slowdown: float = 1.0,
 ) -> list[CheckResult]:
     """The check module's results, built here; whatever the learner's code does in the worker
-    (a crash while its module imports, the whole time limit spent) is a failed check."""
+    (a crash while its module imports, the whole time limit spent) is a failed check.
+    ``limit_s`` is in seconds of the reference machine; ``slowdown`` multiplies it and every
+    limit the checks ask the session for."""
     try:
         module = importlib.import_module(exercise.check)
     except Exception as error:  # the manifest names a check module that does not import
         return [_check_module_failure(exercise, error)]
-    session = Session(exercise.name, impl, extra_path=extra_path, seed=seed, time_limit_s=limit_s,
+    session = Session(exercise.name, impl, extra_path=extra_path, seed=seed,
+                      time_limit_s=math.ceil(limit_s * slowdown * 10) / 10,
                       kernels=getattr(module, "RECORDS_KERNELS", False),
-                      copies_allowed=reference_copies)  # fmt: skip
+                      copies_allowed=reference_copies, slowdown=slowdown)  # fmt: skip
     # The worker runs as this process's user: what it could leave behind (a process outside
     # its group, a changed file that a later process of the checker would load) is looked for
     # once it has ended (learning.check.integrity).
