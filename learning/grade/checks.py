@@ -67,7 +67,10 @@ def _as_submitted(report: ExerciseReport, scratch: str) -> ExerciseReport:
 
 
 def summary(report: ExerciseReport) -> str:
-    """One line: points, and the names of the checks that failed."""
+    """One line: points, and the names of the checks that failed (or that it is not graded:
+    the checker failed twice on it)."""
+    if report.incomplete:
+        return f"{report.exercise}: not graded (incomplete: the checker failed twice)"
     failed = [check.name for check in report.checks if not check.passed]
     line = f"{report.exercise}: {report.points:g}/{report.max_points:g} points"
     return f"{line}; failed: {', '.join(failed)}" if failed else line

@@ -2,7 +2,10 @@
 
 Every input is checked before any grading starts: a missing folder or an output that cannot be
 written ends as one line on stderr, exit status 2, and nothing written. The work is
-:func:`learning.grade.grade_submissions`; the files are written last, each all at once.
+:func:`learning.grade.grade_submissions`; the files are written last, each all at once. A
+learner whose grade is incomplete (an exercise's check module failed twice, a fault of the
+checker) is marked so in the CSV, left out of the gradebook, named on stderr, and makes the
+exit status 3: grade again.
 
 The seed the checks (and ``--retime``) used is written beside the CSV, in ``<output>.run.json``
 (``grades.csv`` -> ``grades.run.json``), once every learner's code has run: ``--seed-stdin <
@@ -40,6 +43,7 @@ from learning.grade.output import write_atomic_text, write_csv, write_feedback, 
 from learning.grade.retime import RetimeOptions
 
 PROG = "python -m learning.grade"
+EXIT_INCOMPLETE = 3  # some learner's grade is incomplete: the CSV says which
 SEED_BOUND = 2**63  # a drawn seed: too many to try each against a seed derived from it
 
 
@@ -252,7 +256,14 @@ def _grade(args: argparse.Namespace, argv: list[str] | None) -> int:
         write_gradebook(grades, args.gradebook)
     for grade in grades:
         flags = "  (needs review)" if grade.review_flags() else ""
+        if grade.incomplete:
+            flags += f"  (incomplete: {', '.join(grade.incomplete)} not graded)"
         print(f"{grade.learner}: {grade.points:g}/{grade.max_points:g}{flags}")
     print(f"wrote {args.output} ({len(grades)} learners; seed {seed} in "
           f"{run_record_path(args.output)})")  # fmt: skip
-    return 0
+    incomplete = [grade for grade in grades if grade.incomplete]
+    for grade in incomplete:
+        print(f"{PROG}: incomplete: {grade.learner}: the checker failed twice on "
+              f"{', '.join(grade.incomplete)} (a fault of the checks, not of the submission; "
+              "not in the gradebook): grade again", file=sys.stderr)  # fmt: skip
+    return EXIT_INCOMPLETE if incomplete else 0

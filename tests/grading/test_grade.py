@@ -8,6 +8,7 @@ learner`` report run in that clone. The grader re-runs the measurement checks on
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import os
@@ -199,6 +200,54 @@ def test_grades_reach_the_nbgrader_gradebook(graded_class):
         }
     assert scores["clean"] == 20
     assert scores["inverted"] == float(graded_class["rows"]["inverted"]["points"])
+
+
+def test_a_check_module_that_fails_twice_makes_the_grade_incomplete_not_zero(
+    graded_class, tmp_path, monkeypatch, capsys
+):
+    """The check module fails by itself on the first learner's exercise, and again when run
+    once more (as a check module once died of CancelledError in a class run, and the CSV said
+    0/10): that learner's row says ``incomplete`` with a ``[not-graded]`` reason, the feedback
+    says so, the gradebook leaves them out, stderr names them and the grader exits 3. The
+    next learner is graded as ever."""
+    from concurrent.futures import CancelledError
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from learning.grade.output import COURSE_ID, GRADEBOOK_ASSIGNMENT
+
+    module = importlib.import_module("learning.check.foundations")
+    real, runs = module.run, []
+
+    def run(exercise, impl, session):
+        runs.append(exercise)
+        if len(runs) <= 2:  # the first learner's run, and its second chance
+            raise CancelledError()
+        return real(exercise, impl, session=session)
+
+    monkeypatch.setattr(module, "run", run)
+    output, gradebook = tmp_path / "grades.csv", tmp_path / "gradebook.db"
+    status = main([str(graded_class["submissions"]), "--output", str(output), "--exercise",
+                   "tensors", "--release", str(graded_class["release"]), "--gradebook",
+                   str(gradebook), "--feedback-dir", str(tmp_path / "feedback")])  # fmt: skip
+    assert status == 3
+    assert "incomplete: clean: the checker failed twice on tensors" in capsys.readouterr().err
+    with open(output, newline="") as stream:
+        rows = {row["learner"]: row for row in csv.DictReader(stream)}
+    assert rows["clean"]["status"] == "incomplete"
+    assert "[not-graded] tensors: the checker failed twice" in rows["clean"]["reasons"]
+    assert "[check]" not in rows["clean"]["reasons"]
+    assert rows["inverted"]["status"] == "graded"
+    text = (tmp_path / "feedback" / "clean.md").read_text()
+    assert "**Incomplete:** tensors could not be graded" in text and "[not-graded]" in text
+    with Gradebook(f"sqlite:///{gradebook}", course_id=COURSE_ID) as book:
+        with pytest.raises(MissingEntry):
+            book.find_submission(GRADEBOOK_ASSIGNMENT, "clean")
+        book.find_submission(GRADEBOOK_ASSIGNMENT, "inverted")
+
+
+def test_a_complete_class_has_the_status_graded(graded_class):
+    assert {row["status"] for row in graded_class["rows"].values()} == {"graded"}
 
 
 # --------------------------------------------------------------------------- bad input

@@ -389,3 +389,54 @@ def test_the_journal_counts_as_written_once_its_placeholders_are_replaced(tmp_pa
     journal.write_text(journal.read_text().replace("_Write what you observed here._", "1.3x."))
     assert journal_status(journal).observation
     assert not journal_status(tmp_path / "missing.md").exists
+
+
+# ----------------------------------------------------------------- the checker's own faults
+
+
+def failing_check_module(monkeypatch, failures: int) -> list:
+    """The measurement check module, made to fail by itself on its first ``failures`` runs
+    (as a replay cancelled under it once did), then to grade as it does; the seeds it saw."""
+    import importlib
+    from concurrent.futures import CancelledError
+
+    module = importlib.import_module("learning.check.measurement")
+    real, seeds = module.run, []
+
+    def run(exercise, impl, session):
+        seeds.append(session.seed)
+        if len(seeds) <= failures:
+            raise CancelledError()
+        return real(exercise, impl, session=session)
+
+    monkeypatch.setattr(module, "run", run)
+    return seeds
+
+
+def test_a_check_module_that_fails_once_is_run_again_and_grades(monkeypatch):
+    """A check module failing by itself (not the learner's code) is run once more, on the same
+    seed, and the second run's results are the report: full points for the reference."""
+    seeds = failing_check_module(monkeypatch, failures=1)
+    report = check_exercise("measurement", "reference")
+    assert len(seeds) == 2 and seeds[0] == seeds[1]
+    assert report.passed and not report.incomplete and report.points == report.max_points
+
+
+def test_a_check_module_that_fails_twice_leaves_the_exercise_not_graded(monkeypatch, capsys):
+    """Failing again, the exercise is not graded: the report is incomplete, its check says so
+    and why, and the CLI says "not graded" and exits 3, never a quiet 0 points and exit 1."""
+    seeds = failing_check_module(monkeypatch, failures=2)
+    report = check_exercise("measurement", "reference")
+    assert len(seeds) == 2
+    assert report.incomplete and not report.passed and report.as_dict()["incomplete"]
+    (check,) = report.checks
+    assert check.name == "check module" and "failed twice" in check.message
+    assert "CancelledError" in check.message and "not in your code" in check.message
+    from learning.grade import summary  # the nbgrader cell's words
+
+    assert summary(report) == "measurement: not graded (incomplete: the checker failed twice)"
+    failing_check_module(monkeypatch, failures=2)
+    assert cli.main(["measurement", "--reference"]) == cli.EXIT_INCOMPLETE == 3
+    out = capsys.readouterr().out
+    assert "measurement: not graded (incomplete: the checker failed twice" in out
+    assert "points" not in out.splitlines()[-1]

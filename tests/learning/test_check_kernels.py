@@ -327,6 +327,28 @@ def test_stub_raising_not_implemented_says_not_done_yet(tmp_path, monkeypatch):
     assert sum(r.earned for r in results) == 0
 
 
+def test_a_reference_replay_cancelled_at_the_end_is_no_fault_of_the_checks():
+    """An exercise whose ops are not done yet replays none of their calls, so nothing waits
+    for the reference's own replays (each op's traffic, for the message) and closing the
+    replay service cancels those still queued. Are the results built all the same, instead of
+    the check module dying of CancelledError (which a class run's CSV showed as 0/10)?"""
+    from concurrent.futures import Future
+
+    class Seeded:
+        seed, copies_allowed = 1, False
+
+    exercise = kernels._Exercise("reductions", "exercises", Seeded(), ops.exercises()["reductions"])
+    cancelled = Future()
+    cancelled.cancel()
+    exercise.references = {op.spec.name: cancelled for op in exercise.ops}
+    for op in exercise.ops:
+        op.not_started = f"{op.spec.name} raised NotImplementedError\nhint: not done yet"
+    results = exercise._results(None)
+    traffic = [r for r in results if r.name.endswith("memory traffic")]
+    assert len(traffic) == len(exercise.ops) and not any(r.passed for r in traffic)
+    assert sum(r.earned for r in results) == 0
+
+
 def test_cached_output_is_reported_without_costing_points(tmp_path, monkeypatch):
     """A kernel that reuses one output tensor per shape: its process reports the reuse (a
     check of no points: the report could be forged), and the replays, which give the kernels a
