@@ -574,8 +574,13 @@ CHEATS = {
         "softmax is deterministic",
         "your function returned something other than what your kernels stored",
     ),
+    # 5 ms after the call: on a busy machine the thread can copy before the worker first reads
+    # the output, and then the copy is PyTorch's result with no kernel's store behind it. Either
+    # way it earns nothing; which of the two the message names depends on the machine's load.
     "finishes_in_a_background_thread": (
-        _finishing_later(0.005), "softmax 16x256", "the output changed after the call returned",
+        _finishing_later(0.005), "softmax 16x256",
+        ("the output changed after the call returned",
+         "the result did not come from your own Triton kernels"),
     ),
     # The same, with the copy made long after any fixed settle time: seen all the same, since
     # the outputs are read again only once the threads the call started have ended.
@@ -592,7 +597,8 @@ def test_classic_fault_is_rejected_with_the_fault_named(cheat, tmp_path, monkeyp
     results = grade(tmp_path, monkeypatch, body)
     text = messages(results) if check is None else results[check].message
     assert check is None or not results[check].passed, results[check]
-    assert fault in text, text
+    faults = (fault,) if isinstance(fault, str) else fault
+    assert any(named in text for named in faults), text
     assert earned(results) < kernels.points_for("softmax")
 
 
