@@ -83,6 +83,8 @@ _SETTLE_S = 0.02  # how long after the call the worker reads the outputs again
 # One call's time limit (and one replay's): a base, plus a second per this many units of work
 # (elements; a GEMM's M * N * K / 64; twice for a forward and backward). The interpreter runs
 # the reference at about 20 units a millisecond; a first call on a GPU compiles its kernels.
+# Seconds of the course's reference machine: each run multiplies them by this machine's pace
+# (learning.check.pace, Session.scaled).
 _CALL_LIMIT_S = {"cpu": (10.0, 2048), "cuda": (60.0, 1 << 20)}
 _IMPORT_LIMIT_S = 60.0
 _PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
@@ -107,7 +109,6 @@ class _Special:
     dtypes: tuple[torch.dtype, ...]
     transform: Callable[[dict], dict]
     shape: tuple[int, ...] | None = None  # None: the op's irregular CPU shape
-    scale: float = 1.0  # what the inputs were multiplied by (for the hints)
     bitwise: bool = True  # (c) too; the wide rows take 6 s a replay in the interpreter
 
 
@@ -116,7 +117,7 @@ def _scaled_x(factor: float) -> Callable[[dict], dict]:
 
 
 _LARGE = _Special("large inputs (x100)", "x scaled by 100", (torch.float32, torch.float16),
-                  _scaled_x(100.0), scale=100.0)  # fmt: skip
+                  _scaled_x(100.0))  # fmt: skip
 _EPS = _Special("eps = 0.5 (the argument)", "eps = 0.5", (torch.float32,),
                 lambda values: {**values, "eps": 0.5})
 _SPECIALS: dict[str, tuple[_Special, ...]] = {
@@ -592,7 +593,8 @@ class _Exercise:
             # the reference functions whose traffic the traffic checks compare with.
             shown = {op.spec.name: traffic.representative(op.cases) for op in self.ops}
             shown = {k: v for k, v in shown.items() if v is not None and self.device == "cpu"}
-            service = ReplayService(self.session, bundle, self.device, self.limits[0],
+            service = ReplayService(self.session, bundle, self.device,
+                                    self.session.scaled(self.limits[0]),
                                     references=tuple(shown))  # fmt: skip
             service.start()
             self._service = service
@@ -630,8 +632,9 @@ class _Exercise:
         module = RemoteModule(self.session, f"{self.impl}.{spec.module}")
         loaded = module.load(_IMPORT_LIMIT_S)
         where = f"could not import {spec.function} from {self.impl}.{spec.module}"
+        limit = self.session.scaled(_IMPORT_LIMIT_S)
         if loaded.timed_out:
-            op.import_error = f"{where}: the import did not finish within {_IMPORT_LIMIT_S:g} s"
+            op.import_error = f"{where}: the import did not finish within {limit:g} s"
             return
         if loaded.error is not None:
             op.import_error = f"{where}: {type(loaded.error).__name__}: {loaded.error}"
@@ -642,7 +645,7 @@ class _Exercise:
         try:
             exists, is_callable, _ = module.attribute(spec.function, _IMPORT_LIMIT_S)
         except CallTimedOut:
-            op.import_error = f"{where}: looking it up did not finish within {_IMPORT_LIMIT_S:g} s"
+            op.import_error = f"{where}: looking it up did not finish within {limit:g} s"
             return
         except Exception as error:  # the module's own __getattr__ raised (revived here)
             op.import_error = f"{where}: {type(error).__name__}: {error}"
@@ -710,7 +713,8 @@ class _Exercise:
                                   context))  # fmt: skip
             if replayable and picture.worth_drawing(op.cases, outputs):
                 call.picture_replay = service.submit(trace, described, {
-                    **values, **copied(values)}, self._limit(case), owners=True)  # fmt: skip
+                    **values, **copied(values)}, self._replay_limit(case),
+                    owners=True)  # fmt: skip
             return
         if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
             op.fault("stable", f"{context}\nnon-deterministic: the same inputs gave different "
@@ -733,7 +737,7 @@ class _Exercise:
         if not replayable:
             trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         call.hidden = self._draw(call, "hidden")
-        limit = self._limit(case)
+        limit = self._replay_limit(case)
         call.hidden_replay = service.submit(trace, described, {**call.hidden,
                                                                **copied(call.hidden)}, limit)
         call.given_request = (trace, described, {**values, **copied(values)}, limit)
@@ -741,8 +745,13 @@ class _Exercise:
             call.given_replay = service.submit(*call.given_request)
 
     def _limit(self, case: _Case) -> float:
+        """One call's limit in seconds of the reference machine (the session scales what it
+        asks the worker; :meth:`_replay_limit` is this machine's, for the replay process)."""
         base, per_second = self.limits
         return float(math.ceil(base + _work(case) / per_second))
+
+    def _replay_limit(self, case: _Case) -> float:
+        return self.session.scaled(self._limit(case))
 
     def _ask(self, request: dict, context: str, case: _Case) -> dict | None:
         try:
@@ -876,12 +885,13 @@ class _Exercise:
         forced = case.path is not None and bool(case.path.steps) and case.fallback is None
         if forced:
             hints.append(_path_hint(case.path, reply))
-        if call.how == "first":
+        stride = kernel_hints.steps_by_width(spec, outputs, expected, dtype=case.dtype,
+                                             pads=case.pads)  # fmt: skip
+        if call.how == "first" and not stride:
             hints += self._reads_past_the_end(call, op, outputs)
         hints += kernel_hints.explain(
             spec, values, outputs, expected, verdicts, dtype=case.dtype,
-            scale=case.special.scale if case.special else 1.0, start_here=op.start_here,
-            pads=case.pads,
+            start_here=op.start_here, pads=case.pads,
         )  # fmt: skip
         message = _message(context, verdicts, hints)
         if "this exercise is not done yet" in message and not forced:
@@ -1045,9 +1055,8 @@ class _Exercise:
             for key, title in _REPORTS.items():
                 message = blocked or op.reports.get(key, "")
                 results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
-            reference = self.references.get(op.spec.name)
             results.append(traffic.check(op.spec, op.cases, traffic.checked(
-                reference.result() if reference is not None else None), op.labels, blocked))
+                self._reference_traffic(op)), op.labels, blocked))
         verdict = self._not_yours(bundle_error)
         if verdict:
             results = [
@@ -1056,6 +1065,15 @@ class _Exercise:
                 for r in results
             ]  # fmt: skip
         return results
+
+    def _reference_traffic(self, op: _Op) -> dict | None:
+        """The reference's traffic for the op's message, or None: a replay still waiting when
+        the service closed was cancelled (no call of the op was replayed, as when it is not
+        done yet, so nothing waited for it), and only a comparison in a message is lost."""
+        reference = self.references.get(op.spec.name)
+        if reference is None or reference.cancelled():
+            return None
+        return reference.result()
 
     def _not_yours(self, bundle_error: str | None) -> str | None:
         if bundle_error:

@@ -54,9 +54,9 @@ from learning.grade.plausibility import review_flags
 from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
 from learning.report import binding, consistency_problems, fingerprint_problems
+from learning.report.binding import ENGINE_ENTRIES
 from learning.report.closure import Closure, Sources, import_closure, module_level_closure
 
-ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
 ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none
 LEARNER_PACKAGE = "exercises"
 REFERENCE_PACKAGE = "reference"
@@ -80,7 +80,7 @@ class Release:
     def engine_files(self) -> frozenset[str]:
         """The engine files every kernel-bench run of this release loads."""
         if "engine" not in self._closures:
-            found = module_level_closure(self.root, [ENGINE_ENTRY], "learning")
+            found = module_level_closure(self.root, ENGINE_ENTRIES, "learning")
             data = {path for path in ENGINE_DATA if (self.root / path).is_file()}
             self._closures["engine"] = frozenset(found | data)
         return self._closures["engine"]

@@ -32,6 +32,16 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 NAMES: tuple[str, ...] = tuple(name for members in GROUPS.values() for name in members)
+DTYPE_NAMES: tuple[str, ...] = ("float16", "bfloat16", "float32")  # spec.DTYPES' keys
+
+
+def check_names(op: str, dtype: str | None = None) -> None:
+    """A ValueError in one line for an op (or group) or dtype name the course does not have;
+    without importing a definition (or torch), so a mistyped command line is refused at once."""
+    if op not in GROUPS and op not in NAMES:
+        raise ValueError(f"unknown op {op!r}; choose one of {', '.join([*GROUPS, *NAMES])}")
+    if dtype is not None and dtype not in DTYPE_NAMES:
+        raise ValueError(f"unsupported dtype {dtype!r}; choose one of {', '.join(DTYPE_NAMES)}")
 
 
 class _Registry(Mapping):

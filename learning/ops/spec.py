@@ -25,11 +25,13 @@ from typing import Any
 
 import torch
 
+from learning.ops import DTYPE_NAMES
+
 Shape = tuple[int, ...]
 Inputs = dict[str, Any]
 
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
-    {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    {name: getattr(torch, name) for name in DTYPE_NAMES}
 )
 DEFINITIONS = "learning.ops"  # the package whose module ``<name>`` defines the op ``<name>``
 

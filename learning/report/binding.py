@@ -6,8 +6,9 @@ depend on is less. Its *closure* is the set of files whose change could move its
 its gate verdict:
 
 * **the measurement core**: the engine modules every run loads (the top-level import closure
-  of ``learning.bench.cli``: timers, schedule, gate, correctness, machine, the telemetry
-  sampler, variants, runtime, how the samples are recorded), and for a learner run also the
+  of ``learning.bench.cli`` and ``learning.bench.engine``: timers, schedule, gate,
+  correctness, machine, the telemetry sampler, variants, runtime, how the samples are
+  recorded), and for a learner run also the
   learner path (everything ``learning.bench.learner`` can import: the worker, the trace, the
   replay, the guards);
 * **the op's definition**: ``learning/ops/<op>/__init__.py``, with the definitions and the spec
@@ -50,7 +51,9 @@ from pathlib import Path
 from learning.report.closure import Sources, closure
 from learning.report.fingerprint import REPO_ROOT, file_hashes, measured_source
 
-ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
+# What every run executes: the command line, which imports the engine only once the command
+# line is accepted, and the engine itself (timers, schedule, gate, sampler, recording).
+ENGINE_ENTRIES = ("learning.bench.cli", "learning.bench.engine")
 LEARNER_ENTRY = "learning.bench.learner"  # what a learner run adds: worker, trace, replay
 ENGINE_PACKAGE = "learning"
 DEFINITIONS = "learning/ops/"  # learning/ops/<op>/__init__.py defines the op <op>
@@ -119,7 +122,7 @@ def _packages(settings: dict) -> list[str]:
 
 
 def _core(sources: Sources, learner: bool, strict: bool) -> set[str]:
-    files = closure(sources, [ENGINE_ENTRY], [ENGINE_PACKAGE], strict=True).files
+    files = closure(sources, ENGINE_ENTRIES, [ENGINE_PACKAGE], strict=True).files
     if learner:
         files |= closure(sources, [LEARNER_ENTRY], [ENGINE_PACKAGE], strict=strict).files
     return {path for path in files if not is_interface(path)}

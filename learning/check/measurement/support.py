@@ -21,8 +21,8 @@ from learning.check.remote import (
     log_lines,
 )
 
-CALL_LIMIT_S = 2.0  # each call into the learner's code
-IMPORT_LIMIT_S = 10.0
+CALL_LIMIT_S = 2.0  # each call into the learner's code, in seconds of the reference machine
+IMPORT_LIMIT_S = 10.0  # (the session scales both: learning.check.pace)
 GB, GIB = 1e9, 2**30
 L2_EXAMPLE_BYTES = 60 * 2**20  # an example L2 size (60 MiB) for the worked cases
 
@@ -103,7 +103,8 @@ class Learner:
         if outcome.timed_out:
             raise Failed(
                 f"input:    {text}\n"
-                f"`{function}` did not return within {CALL_LIMIT_S:g} s, so it was stopped.\n"
+                f"`{function}` did not return within {self.module.session.scaled(CALL_LIMIT_S):g}"
+                " s, so it was stopped.\n"
                 "hint:     a loop that never ends? Each function here is a few lines of "
                 "arithmetic; none needs a loop whose condition could stay true."
             )
@@ -177,7 +178,7 @@ def load(impl: str, session: Session) -> Learner | str:
         return Learner(module, outcome.value)
     if outcome.timed_out:
         return (
-            f"importing {path} did not finish within {IMPORT_LIMIT_S:g} s.\n"
+            f"importing {path} did not finish within {session.scaled(IMPORT_LIMIT_S):g} s.\n"
             "hint:     code at the top level of the file runs when it is imported; is there a "
             "loop there (or a call to one of your functions) that never ends?"
         )
