@@ -27,6 +27,8 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "all": ("add", "sum", "max", "softmax", "rmsnorm", "matmul"),
         "training": ("softmax_train", "rmsnorm_train", "matmul_train"),
+        # Not in "all" or "training": their recorded sweeps would gain cases no file records.
+        "attention": ("attention", "attention_causal", "attention_train", "attention_causal_train"),
     }
 )
 NAMES: tuple[str, ...] = tuple(name for members in GROUPS.values() for name in members)
@@ -75,7 +77,8 @@ def get(name: str) -> OpSpec:
 
 
 def resolve(name: str) -> tuple[OpSpec, ...]:
-    """An op name or a group name (``all``, ``training``) -> the specs it stands for."""
+    """An op name or a group name (``all``, ``training``, ``attention``) -> the specs it stands
+    for."""
     if name in GROUPS:
         return tuple(OPS[n] for n in GROUPS[name])
     if name in NAMES:

@@ -113,7 +113,7 @@ def _graded_class(tmp_path_factory) -> dict:
 
 def test_a_clean_learner_gets_full_points(graded_class):
     row = graded_class["rows"]["clean"]
-    assert row["points"] == row["max_points"] == "20"
+    assert row["points"] == row["max_points"] == "20", row["reasons"]
     assert (row["check_points"], row["report_points"], row["reports_trusted"]) == ("10", "10", "1")
     assert row["reasons"] == "" and row["needs_review"] == "no"
 

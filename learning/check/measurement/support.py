@@ -301,14 +301,13 @@ def registry_bytes(op: str, shape: tuple[int, ...], element_size: int) -> int:
 
 
 def taught_ops(training: bool) -> list[str]:
-    """The registry's ops whose byte counts lesson 7 teaches: every op but the row reductions
-    (lesson 3's), forward or training."""
+    """The registry's ops whose byte counts lesson 7 teaches: those of the forward group
+    (``all``) or the training group, but the row reductions (lesson 3's). Ops of the later
+    groups (attention's B x H x N x D, lesson 18) are not lesson 7's."""
     from learning import ops
 
-    return [
-        spec.name for spec in ops.OPS.values()
-        if spec.training == training and not spec.reduces_rows
-    ]  # fmt: skip
+    group = ops.GROUPS["training" if training else "all"]
+    return [name for name in group if not ops.OPS[name].reduces_rows]
 
 
 def registry_flops(op: str, shape: tuple[int, ...]) -> int:
