@@ -167,16 +167,17 @@ def test_a_16_bit_kernels_roundings_fit_the_tolerances_with_room_and_not_much_mo
 def test_baselines_match_the_oracle_or_refuse_in_one_line(spec):
     """On the CPU, SDPA's math and flash backends run; cuDNN and memory-efficient have no CPU
     kernel and must say so in one line that names the backend (the benchmark records an
-    error's first line)."""
+    error's first line), and FlexAttention, timed on CUDA only, says so too."""
     assert next(iter(spec.baselines)) == "sdpa_flash"  # the one every ratio divides by
     inputs = spec.inputs(spec.cpu_shapes[0], torch.float16, seed=2)
     expected = spec.expected(inputs)
     for name, baseline in spec.baselines.items():
-        if name in ("sdpa_cudnn", "sdpa_efficient"):
+        if name in ("sdpa_cudnn", "sdpa_efficient", "flex_attention"):
             with pytest.raises(definition.BackendRefused) as refused:
                 spec.call(baseline, inputs)
             message = str(refused.value)
-            assert "\n" not in message and name.removeprefix("sdpa_").upper() in message
+            named = "FlexAttention" if name == "flex_attention" else name[5:].upper()
+            assert "\n" not in message and named in message
             continue
         verdicts = correctness.compare_all(spec.call(baseline, inputs), expected,
                                            spec.tolerances[torch.float16], dtype=torch.float16,

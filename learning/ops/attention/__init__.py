@@ -15,9 +15,9 @@ a size; a flag in the run settings would let one op's cases mean two computation
 **The oracle** is the textbook formula in float64, one block of query rows at a time: each
 row's softmax needs that row's scores only, so the blocks give the same numbers as one
 product, and no step holds more than ``_ORACLE_SCORES`` scores. Under autograd (the training
-ops) each block runs under activation checkpointing, so the graph keeps the inputs and not the
-blocks' scores: a training oracle at 1 x 16 x 16384 x 128 would otherwise keep several float64
-N x N matrices (34 GB each) for its backward.
+ops) each block is recomputed in the backward (:class:`_Recomputed`), so the graph keeps the
+inputs and not the blocks' scores: a training oracle at 1 x 16 x 16384 x 128 would otherwise
+keep several float64 N x N matrices (34 GB each) for its backward.
 
 **Tolerances** are the GEMM's, forward and gradients. A 16-bit kernel rounds the
 probabilities P to 16 bits before ``P v`` (the tensor cores take 16-bit operands), and in the
@@ -33,13 +33,14 @@ Triton's interpreter, which truncates where a GPU rounds, needs the room as well
 from __future__ import annotations
 
 import math
+import types
 import warnings
 from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils.checkpoint import checkpoint
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 from learning.ops.spec import FORWARD_TOLERANCES, OpSpec, generator, itemsize, randn
 
@@ -73,6 +74,28 @@ def _attend(q, k, v, first_row: int, causal: bool):
     return torch.softmax(scores, dim=-1) @ v
 
 
+class _Recomputed(torch.autograd.Function):
+    """One block of :func:`_attend` that keeps only its inputs: the backward runs the block
+    again under autograd and differentiates that, so no block's scores outlive its own step.
+    (Activation checkpointing does the same, but its first call imports ``torch._dynamo``,
+    which replaces ``torch.manual_seed`` mid-run: kernel-bench would report the run tampered.)"""
+
+    @staticmethod
+    def forward(ctx, q, k, v, first_row, causal):
+        ctx.save_for_backward(q, k, v)
+        ctx.first_row, ctx.causal = first_row, causal
+        return _attend(q, k, v, first_row, causal)
+
+    @staticmethod
+    def backward(ctx, grad):
+        inputs = [t.detach().requires_grad_(t.requires_grad) for t in ctx.saved_tensors]
+        with torch.enable_grad():
+            out = _attend(*inputs, ctx.first_row, ctx.causal)
+        wanted = [t for t in inputs if t.requires_grad]
+        found = iter(torch.autograd.grad(out, wanted, grad))
+        return (*(next(found) if t.requires_grad else None for t in inputs), None, None)
+
+
 def oracle(q, k, v, causal):
     batch, heads, n, _ = q.shape
     rows = max(1, _ORACLE_SCORES // (batch * heads * n))
@@ -80,7 +103,7 @@ def oracle(q, k, v, causal):
     for first in range(0, n, rows):
         block = q[..., first : first + rows, :]
         if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-            blocks.append(checkpoint(_attend, block, k, v, first, causal, use_reentrant=False))
+            blocks.append(_Recomputed.apply(block, k, v, first, causal))
         else:
             blocks.append(_attend(block, k, v, first, causal))
     return torch.cat(blocks, dim=-2)
@@ -123,6 +146,48 @@ def _sdpa(backend: SDPBackend):
     return baseline
 
 
+def _causal(batch, head, query, key):  # FlexAttention's mask_mod: which keys a query sees
+    return query >= key
+
+
+_MASKS: dict = {}  # (N, device) -> the causal BlockMask, built once
+
+
+@torch.compiler.disable
+def _causal_blocks(n: int, device):
+    """The causal block mask for N queries and keys, built on first use and kept: a model
+    builds it once and shares it between layers, so no call is charged for building it."""
+    key = (n, str(device))
+    if key not in _MASKS:
+        _MASKS[key] = create_block_mask(_causal, None, None, n, n, device=device)
+    return _MASKS[key]
+
+
+def _flex(q, k, v, causal):
+    return flex_attention(
+        q, k, v, block_mask=_causal_blocks(q.shape[-2], q.device) if causal else None
+    )
+
+
+_COMPILED: dict = {}  # (shape, dtype, causal, device, training) -> its compiled FlexAttention
+
+
+def flex(q, k, v, causal):
+    """FlexAttention, PyTorch's attention that ``torch.compile`` turns into one fused Triton
+    kernel, compiled for each case alone (``dynamic=False``, on a private copy of the code, so
+    no case recompiles another's); the first call of a case compiles it, before any timing.
+    The causal mask is a block mask, so, as in the reference kernel, whole tiles above the
+    diagonal are skipped, not masked. On the CPU it refuses: Inductor would build C++ for
+    minutes a case, and its attention there has no backward."""
+    if q.device.type != "cuda":
+        raise BackendRefused(f"FlexAttention is timed on CUDA devices only, not on {q.device.type}")
+    key = (tuple(q.shape), q.dtype, bool(causal), str(q.device), torch.is_grad_enabled())
+    if key not in _COMPILED:
+        code = types.FunctionType(_flex.__code__.replace(), _flex.__globals__, "flex_attention")
+        _COMPILED[key] = torch.compile(code, dynamic=False)
+    return _COMPILED[key](q, k, v, causal)
+
+
 # The first is the one every ratio divides by: FlashAttention-2, the kernel to match.
 BASELINES = MappingProxyType(
     {
@@ -130,6 +195,7 @@ BASELINES = MappingProxyType(
         "sdpa_cudnn": _sdpa(SDPBackend.CUDNN_ATTENTION),
         "sdpa_efficient": _sdpa(SDPBackend.EFFICIENT_ATTENTION),
         "sdpa_math": _sdpa(SDPBackend.MATH),
+        "flex_attention": flex,
     }
 )
 
@@ -144,8 +210,18 @@ def flops(shape):  # two products of N x N x D a head: q k^T and P v
 
 
 SPEC = OpSpec(
-    name="attention", shape_names=HEADS, default_shapes=SHAPES, cpu_shapes=CPU_SHAPES,
-    module="kernels.attention", function="attention", make_inputs=make_inputs, oracle=oracle,
-    baselines=BASELINES, logical_bytes=logical_bytes, flops=flops,
-    tolerances=FORWARD_TOLERANCES, exercise="attention", dtypes=DTYPES,
+    name="attention",
+    shape_names=HEADS,
+    default_shapes=SHAPES,
+    cpu_shapes=CPU_SHAPES,
+    module="kernels.attention",
+    function="attention",
+    make_inputs=make_inputs,
+    oracle=oracle,
+    baselines=BASELINES,
+    logical_bytes=logical_bytes,
+    flops=flops,
+    tolerances=FORWARD_TOLERANCES,
+    exercise="attention",
+    dtypes=DTYPES,
 )
