@@ -28,7 +28,8 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "all": ("add", "sum", "max", "softmax", "rmsnorm", "matmul"),
         "training": ("softmax_train", "rmsnorm_train", "matmul_train"),
         # Not in "all" or "training": their recorded sweeps would gain cases no file records.
-        "attention": ("attention", "attention_causal", "attention_train", "attention_causal_train"),
+        "attention_forward": ("attention", "attention_causal"),
+        "attention_training": ("attention_train", "attention_causal_train"),
     }
 )
 NAMES: tuple[str, ...] = tuple(name for members in GROUPS.values() for name in members)
@@ -77,8 +78,8 @@ def get(name: str) -> OpSpec:
 
 
 def resolve(name: str) -> tuple[OpSpec, ...]:
-    """An op name or a group name (``all``, ``training``, ``attention``) -> the specs it stands
-    for."""
+    """An op name or a group name (``all``, ``training``, ``attention_forward``, ...) -> the
+    specs it stands for. No group is named like an op, so a name means one thing."""
     if name in GROUPS:
         return tuple(OPS[n] for n in GROUPS[name])
     if name in NAMES:

@@ -60,6 +60,13 @@ SWEEPS: Mapping[str, SweepSpec] = MappingProxyType(
                                     "--compile-mode", "max-autotune", *_RECORDED)),  # fmt: skip
             SweepSpec("gemm-train", ("--op", "matmul_train", "--shape", "16384", "1024", "1024",
                                      "--dtype", "float16")),  # fmt: skip
+            # fused attention: every SDPA backend and FlexAttention (compiled per case) are
+            # its baselines; each call takes a millisecond or more, so 10 calls a sample
+            SweepSpec("attention", ("--op", "attention_forward", "--iterations", "10")),
+            SweepSpec("attention-cold", ("--op", "attention_forward", "--dtype", "bfloat16",
+                                         "--cache", "cold")),  # fmt: skip
+            SweepSpec("attention-training", ("--op", "attention_training", "--dtype", "bfloat16",
+                                             "--iterations", "10")),  # fmt: skip
             SweepSpec("validate-kernels", ("--no-timing",), script="scripts/validate_kernels.py"),
         )
     }
