@@ -103,8 +103,10 @@ from learning.runtime import default_device, interpreting
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HEAD_DIMS = (64, 128)
-LOG2E: tl.constexpr = 1.4426950408889634  # log2(e): exp(x) = exp2(x * LOG2E)
-LN2: tl.constexpr = 0.6931471805599453  # log(2): log(x) = log2(x) * LN2
+# Globals a kernel reads must be made with tl.constexpr(...): an annotation alone
+# (``LOG2E: tl.constexpr = ...``) runs under the interpreter but fails to compile.
+LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x * LOG2E)
+LN2 = tl.constexpr(0.6931471805599453)  # log(2): log(x) = log2(x) * LN2
 
 
 # --------------------------------------------------------------------------- the forward
@@ -398,7 +400,7 @@ def attention_fwd(
     grid = (triton.cdiv(n, tiles.block_m), batch * heads)
     _attention_fwd_kernel[grid](
         q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), heads, n,
-        LOG2E / math.sqrt(head_dim),
+        LOG2E.value / math.sqrt(head_dim),
         HEAD_DIM=head_dim, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, CAUSAL=bool(causal),
         num_warps=tiles.num_warps, num_stages=tiles.num_stages, **_precision(q.dtype),
     )  # fmt: skip
