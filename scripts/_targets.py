@@ -18,6 +18,10 @@ GPU: none is an absolute figure of one card. Standard library and ``learning.rep
   1.15x Liger-Kernel; the GEMM step at least 0.95x PyTorch.
 * Host cost: the reference softmax's wrapper no slower per call than ``torch.softmax`` at
   1024 x 1024 (a ratio of at most 1.0).
+* Attention, every case of the default shapes, forward and training step: at least 1.0x the
+  faster of SDPA's flash backend (FlashAttention-2) and FlexAttention; a causal case at least
+  1.7x faster than the full case of the same shape and dtype (it does half the work); and,
+  the moonshot, the forward at 4 x 32 x 4096 x 128 bf16 at least 0.9x SDPA's cuDNN backend.
 """
 
 from __future__ import annotations
@@ -36,3 +40,7 @@ TRAINING_SPEEDUP_VS_LIGER = {"softmax_train": 1.15, "rmsnorm_train": 1.15}
 MATMUL_TRAIN_SPEEDUP_VS_TORCH = 0.95
 HOST_COST_SHAPE = (1024, 1024)
 HOST_COST_RATIO = 1.0  # the reference wrapper's host time over torch.softmax's, at most
+ATTENTION_VERSUS = ("sdpa_flash", "flex_attention")
+ATTENTION_SPEEDUP = 1.0  # over the faster of ATTENTION_VERSUS
+ATTENTION_CAUSAL_SPEEDUP = 1.7  # the full case's time over the causal case's
+ATTENTION_MOONSHOT = ((4, 32, 4096, 128), "bfloat16", "sdpa_cudnn", 0.9)

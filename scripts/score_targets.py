@@ -141,9 +141,7 @@ def verdicts(report: dict) -> dict[str, list[str]]:
         best = min(baselines, key=lambda v: v["median_ms"])
         label = f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}"
         judged = recorded_verdict(variants["triton"], best, case["eager_variant"])
-        found.setdefault(judged or "unrecorded", []).append(
-            label
-        )
+        found.setdefault(judged or "unrecorded", []).append(label)
     return found
 
 
@@ -260,7 +258,8 @@ def _bandwidth_lines(views: dict) -> list[dict]:
 def scoreboard(results: Path) -> tuple[list[dict], list[str]]:
     """Every target's line, and the every-case detail tables."""
     views = {name: View(results, name) for name in ("all", "all-cold", "training", "gemm-bf16",
-                                                    "gemm-train")}  # fmt: skip
+                                                    "gemm-train", "attention",
+                                                    "attention-training")}  # fmt: skip
     if not views["all"].present:
         fail(f"{results}: no all.json, so no sweep to score")
     lines, details = _bandwidth_lines(views), []
@@ -311,12 +310,71 @@ def scoreboard(results: Path) -> tuple[list[dict], list[str]]:
                 ))  # fmt: skip
     lines += _external_lines(_record(results, "external-baselines-rows.json"),
                              "external-baselines-rows.json", "liger")  # fmt: skip
+    lines += _attention_lines(views, details)
     record = _record(results, "wrapper-overhead.json")
     lines.append(_host_line(record) if record is not None else _line(
         f"softmax wrapper's host time at {_label(targets.HOST_COST_SHAPE)} <= "
         f"{targets.HOST_COST_RATIO:.2f}x torch.softmax", "not recorded on this card", None,
         "wrapper-overhead.json"))  # fmt: skip
     return lines, details
+
+
+def _attention_lines(views: dict, details: list[str]) -> list[dict]:
+    """Every attention case against the faster of its targets' baselines, the causal cases'
+    speed-up over the full ones, and the moonshot against cuDNN."""
+    lines, goal, versus = [], targets.ATTENTION_SPEEDUP, targets.ATTENTION_VERSUS
+    names = " and ".join(versus)
+    for sweep in ("attention", "attention-training"):
+        view = views[sweep]
+        target = f"every {sweep} case >= {goal:.2f}x the faster of {names}"
+        causal_goal = targets.ATTENTION_CAUSAL_SPEEDUP
+        causal_target = f"every causal {sweep} case >= {causal_goal:.2f}x faster than the full one"
+        if not view.present:
+            for text in (target, causal_target):
+                lines.append(_line(text, "not recorded on this card", None, view.name))
+            continue
+        behind, scored = [], 0
+        for case, _, _ in view.sweep.cases().values():
+            variants = _variants({"cases": [case]}, case["op"], case["shape"], case["dtype"])
+            found = [variants[v] for v in versus if v in variants]
+            if "triton" not in variants or not found:
+                continue
+            scored += 1
+            best = min(found, key=lambda v: v["median_ms"])
+            ratio = best["median_ms"] / variants["triton"]["median_ms"]
+            if ratio < goal:
+                label = f"{case['op']} {_label(case['shape'])} {case['dtype']}"
+                behind.append(f"{label}: {ratio:.3f}x {best['name']}")
+        lines.append(_line(target, f"{scored - len(behind)} of {scored}", not behind and scored > 0,
+                           view.name))  # fmt: skip
+        if behind:
+            details.append(f"{view.name}: behind the faster of {names}\n" + "\n".join(behind))
+        ratios = []
+        for case, _, _ in view.sweep.cases().values():
+            if not case["op"].endswith(("_causal", "_causal_train")):
+                continue
+            full_op = case["op"].replace("_causal", "")
+            full = _variants({"cases": [c for c, _, _ in view.sweep.cases().values()]},
+                             full_op, case["shape"], case["dtype"]).get("triton")  # fmt: skip
+            masked = _variants({"cases": [case]}, case["op"], case["shape"], case["dtype"])
+            if full and "triton" in masked:
+                ratios.append(full["median_ms"] / masked["triton"]["median_ms"])
+        measured = (
+            (
+                f"{sum(r >= causal_goal for r in ratios)} of {len(ratios)}; "
+                f"{min(ratios):.2f}x to {max(ratios):.2f}x"
+            )
+            if ratios
+            else "not recorded"
+        )
+        met = all(r >= causal_goal for r in ratios) if ratios else None
+        lines.append(_line(causal_target, measured, met, view.name))
+    shape, dtype, baseline, goal = targets.ATTENTION_MOONSHOT
+    lines.append(_speedup_line(
+        f"attention {_label(shape)} {dtype} >= {goal:.2f}x {baseline} (moonshot)",
+        views["attention"], "attention", shape, dtype, (baseline,), goal,
+    ))  # fmt: skip
+    return lines
 
 
 def _external_lines(record: dict | None, name: str, versus: str | None) -> list[dict]:
