@@ -216,14 +216,14 @@ gemm-group)
 gemm-ncu)
     # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
     for variant in cooperative torch.mm; do
-        ncu_one "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-kept-piece-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
     done
     ;;
 gemm-ncu-4096)
     # the same at 4096^3 fp16, where the kernel alone trails cuBLAS by about 1%
     for variant in cooperative torch.mm; do
-        ncu_one "ncu-gemm-landed-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-kept-piece-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
             "$variant" 4096 4096 4096
     done
     ;;
