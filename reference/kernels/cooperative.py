@@ -21,7 +21,7 @@ rows (below) the kernel moves 294 MB, cuBLAS 298 in the same run (``ncu-gemm-kep
 
 * **one producer warp** issues every TMA load into a ring of ``STAGES`` buffers; a buffer
   holds both 128 x 64 halves of A's block and B's 64 x 128 block (48 KiB), with a *ready*
-  mbarrier (the TMA unit arrives when the bytes have landed) and an *empty* one that counts
+  mbarrier (the TMA unit arrives when the bytes have arrived) and an *empty* one that counts
   **two** arrivals: the buffer is free once both groups' MMAs have read it;
 * **two consumer warp groups** (4 warps each) take every tile of the program together, each
   multiplying its half with asynchronous wgmma, one MMA in flight;
