@@ -47,7 +47,7 @@ def module_from_source(source: str, directory: Path, name: str) -> ModuleType:
 
 # reference/kernels/reductions.py as it was before the change scripts/row_sum_code.py led to
 # (accumulators started from zeros or -inf, no eviction hint): the probes that measured that
-# version rewrite the landed module back to it first, so that they still time what they did.
+# version rewrite the current module back to it first, so that they still time what they did.
 _LOOP_AFTER = "    for col_start in tl.range(BLOCK, N, BLOCK, num_stages=NUM_STAGES):\n"
 _LOOP_BEFORE = "    for col_start in tl.range(0, N, BLOCK, num_stages=NUM_STAGES):\n"
 _FIRST_STEP = (

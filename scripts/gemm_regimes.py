@@ -15,7 +15,7 @@ replays a captured 30-call graph back to back for ``--seconds``; every replay is
 CUDA events, and a thread samples NVML (the SM clock, the power draw, the clock-event
 reasons) about every millisecond.
 
-The variants: the 16-bit GEMM as landed (``matmul``, which on Hopper runs the cooperative
+The variants: the 16-bit GEMM as it stands (``matmul``, which on Hopper runs the cooperative
 kernel, ``reference/kernels/cooperative.py``), the ping-pong kernel it replaced, and
 ``torch.mm``; each is checked against the float64 oracle first.
 
@@ -29,7 +29,7 @@ reads the idle draw through the first 100 ms); its clock does not.
 ``--profile VARIANT --shape M N K`` instead calls one variant three times, then once between
 ``cudaProfilerStart`` and ``cudaProfilerStop``, for ``ncu --profile-from-start off``.
 ``--group-m G [G ...]`` times, instead of the three kernels, the cooperative kernel with each
-``GROUP_M`` (its tile rows per super-row of the grouped order; the landed value is
+``GROUP_M`` (its tile rows per super-row of the grouped order; the kernel's own value is
 ``cooperative.GROUP_M``) and ``torch.mm``, the same way.
 """
 
@@ -53,7 +53,7 @@ import torch  # noqa: E402
 from learning import ops  # noqa: E402
 from reference.kernels import cooperative, pingpong  # noqa: E402
 
-VARIANTS = ("cooperative", "ping-pong", "torch.mm")  # the first: the GEMM as landed
+VARIANTS = ("cooperative", "ping-pong", "torch.mm")  # the first: the GEMM as it stands
 
 SHAPES = ((16384, 1024, 1024, torch.float16), (4096, 4096, 4096, torch.float16),
           (8192, 8192, 8192, torch.bfloat16))  # fmt: skip

@@ -22,7 +22,7 @@
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
 #   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
-#   scripts/h200_evidence.sh gemm-ncu OUTDIR  the landed GEMM and cuBLAS at 16384x1024^2 under ncu
+#   scripts/h200_evidence.sh gemm-ncu OUTDIR  the course's GEMM and cuBLAS at 16384x1024^2 under ncu
 #                                             (gemm-ncu-4096: the same at 4096^3)
 #   scripts/h200_evidence.sh row-sum-code OUTDIR the row sum's code against Inductor's, by rewrite
 #   scripts/h200_evidence.sh gemm-regimes OUTDIR the Hopper GEMMs and cuBLAS, each alone, from
@@ -40,7 +40,7 @@ part=${1:?$usage}
 out=${2:?$usage}
 # shellcheck source=scripts/evidence_steps.sh
 source "$(dirname "$0")/evidence_steps.sh"
-# The recorded sweeps (tests/results/ checks that they measured the landed files), by name.
+# The recorded sweeps (tests/results/ checks that they measured the repository's files), by name.
 record() {
     local name
     for name in "$@"; do
@@ -178,7 +178,7 @@ row-sum-code)
     # the row sum's last gap to Inductor: the rewrites from the version before the change,
     # Inductor's own kernel, each difference left out, the hint alone (seeds 2, 3, 4; the
     # first two runs were made before --rewrites existed, with these rewrites), then the
-    # landed kernels against that version (seed 5)
+    # current kernels against that version (seed 5)
     step row-sum-code-run1 timeout 200 python3 scripts/row_sum_code.py --seed 2 \
         --rewrites "first chunk" "stride N" "no clamp" "every difference" \
         --output "$out/row-sum-code-run1.json"
@@ -193,7 +193,7 @@ row-sum-code)
         --rewrites "evict_first+first chunk" --output "$out/row-sum-code-after.json"
     ;;
 gemm-regimes)
-    # the landed GEMM (the cooperative kernel), the ping-pong kernel and cuBLAS, each alone,
+    # the course's GEMM (the cooperative kernel), the ping-pong kernel and cuBLAS, each alone,
     # from a rested GPU to the power limit (NVML over time); the three under Nsight Compute
     # at the gap shape
     step gemm-regimes timeout 300 python3 scripts/gemm_regimes.py \
@@ -214,16 +214,16 @@ gemm-group)
     done
     ;;
 gemm-ncu)
-    # the landed cooperative kernel and cuBLAS, one call each under Nsight Compute
+    # the current cooperative kernel and cuBLAS, one call each under Nsight Compute
     for variant in cooperative torch.mm; do
-        ncu_one "ncu-gemm-landed-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-kept-piece-${variant/./}-16384x1024x1024" scripts/gemm_regimes.py \
             "$variant" 16384 1024 1024
     done
     ;;
 gemm-ncu-4096)
     # the same at 4096^3 fp16, where the kernel alone trails cuBLAS by about 1%
     for variant in cooperative torch.mm; do
-        ncu_one "ncu-gemm-landed-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
+        ncu_one "ncu-gemm-kept-piece-${variant/./}-4096x4096x4096" scripts/gemm_regimes.py \
             "$variant" 4096 4096 4096
     done
     ;;

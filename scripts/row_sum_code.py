@@ -11,10 +11,10 @@ ruled out the ``evict_first`` loads and the int32 offsets one at a time.
 
 The reference has since taken up what this probe found (``evict_first`` loads, the first
 step as the accumulator's start; ``reference/kernels/reductions.py``). The probe rewrites
-the landed module back to the version it measured (``before``: ``_variants.REDUCTIONS_BEFORE``)
+the current module back to the version it measured (``before``: ``_variants.REDUCTIONS_BEFORE``)
 and each candidate from there, so a run today times the same kernels. In the recorded runs
 (``row-sum-code-run1.log``, ``-run2.log`` and ``row-sum-code.log``) the label ``reference``
-is that earlier version; in a run made since, it is the landed kernel, which should read as
+is that earlier version; in a run made since, it is the current kernel, which should read as
 ``evict_first+first chunk`` does.
 
 For each case this script times the reference twice (an A/A pair), the reference rewritten

@@ -1,9 +1,10 @@
 """Does the course speak of itself only, never of how it was produced?
 
 A learner reads the lessons, the notes on the recorded evidence and the code's comments. A
-phrase such as "one round back", "this round's run" or "the device machine" names a step of
-the way the repository was made, which no learner can know, where the text should name the
-change, the section or the commit it means. This test scans
+phrase such as "one round back", "this round's run", "the device machine" or "the landed
+kernel" names a step of the way the repository was made, which no learner can know, where the
+text should name the change, the section or the commit it means ("the kernel as it stands",
+"the changed code", "the chosen candidate"). This test scans
 
 * the prose: ``lessons/*.md``, ``docs/*.md``, ``README.md``, ``results/NOTES.md`` and
   ``results/notes/*.md``, whole;
@@ -12,6 +13,8 @@ change, the section or the commit it means. This test scans
   class is the checker's), and the other text files there whole;
 
 as ``git ls-files`` lists them, and fails naming ``file:line`` and the phrase for each hit.
+"Landed" is refused in every sense, bytes that "landed" included ("arrived", "fell"), so that
+a search for the word finds nothing; no tracked file's name may hold it either.
 
 The patterns are chosen so that the course's own vocabulary passes: kernel-bench's sampling
 rounds ("once a round", "round by round", "round 5"), rounding ("2048 + 1 rounds back to
@@ -52,6 +55,7 @@ _ANY_WORDS = (
     ("the round before", r"\bthe\s+round\s+before\b"),
     ("the rounds before that", r"\brounds\s+before\s+(?:that|this)\b"),
     ("the machine that runs the work", r"\bdevice\s+machines?\b"),
+    ("what was merged, not what it is", r"\blanded\b"),
     ("time lent for the work", r"\bdevice[\s-]+time\s+(?:budget|left|(?:was\s+|is\s+)?spent)\b"),
     ("time lent for the work", r"\b(?:seconds|minutes|s)\s+of\s+device\s+time\b"),
     ("time lent for the work", r"\bno\s+device\s+time\b"),
@@ -193,6 +197,19 @@ def test_the_scope_is_what_the_course_publishes():
     assert not is_prose("scripts/host_cost_probe.py") and not is_prose("lessons/figures/x.md")
 
 
+def test_no_tracked_file_is_named_for_how_it_was_made():
+    """A file's name is read as often as its text: ``gemm-pingpong-landed.log`` says when the
+    run was made, ``gemm-pingpong-host-descriptors.log`` what it holds."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.fail(f"git ls-files failed in {ROOT}: {error}")
+    named = [path for path in listed.split("\0") if re.search(r"landed", path, re.IGNORECASE)]
+    assert not named, "file names that say how the repository was made: " + ", ".join(named)
+
+
 def test_no_text_of_the_course_speaks_of_how_it_was_made():
     hits = [hit for path in tracked_files() for hit in scan(path)]
     assert not hits, (
@@ -219,6 +236,10 @@ PROCESS_SAMPLES = (
     "the lead will fix those lines",
     "as the brief says",
     "An earlier round built the same launcher",
+    "the landed kernel hides half of it",
+    "the 16-bit GEMM as landed",
+    "(`gemm-pingpong-landed.log`)",
+    "what\nlanded: no row mask",
 )
 COURSE_SAMPLES = (
     "2048 + 1 rounds back to 2048",
@@ -234,6 +255,8 @@ COURSE_SAMPLES = (
     "the device time of a call that starts with a cold L2",
     "Triton's build helper and the compile helpers",
     "rmsnorm-wide-bwd-probe-round1.log",
+    "each variant's median can land in either",
+    "the TMA unit arrives when the bytes have arrived",
 )
 
 

@@ -17,7 +17,7 @@ paid once a tile weighs 1/K: if that is the gap, the gap shrinks as K grows at a
 So this script times, interleaved under CUDA-graph replay (every graph captured first), at
 M x N = 16384 x 1024 for K = 1024, 2048, 4096 and 8192, and at 4096^3, all fp16:
 
-* ``reference``: ``matmul`` as landed (its autotuned persistent kernel);
+* ``reference``: ``matmul`` as it stood (its autotuned persistent kernel);
 * ``torch.mm`` (cuBLAS);
 * ``no store``: the reference module with one source rewrite (``scripts/_variants.py``): a
   branch the compiler cannot rule out (``M >= 0``, M a runtime argument) skips the tile's

@@ -27,5 +27,5 @@ def test_every_variant_is_built_and_the_rewrite_imports_absolutely(tmp_path: Pat
     assert sibling, "the Hopper kernel's import was not made absolute"
     assert "\nfrom ." not in source, "a relative import left in a module outside its package"
     assert callable(fn) and fn is module.matmul
-    # the rewrite itself landed: the store is behind the run-time branch
+    # the rewrite itself took: the store is behind the run-time branch
     assert "if M >= 0:  # always, at run time" in source

@@ -311,7 +311,7 @@ def test_the_cache_argument_chooses_the_timer_mode():
 @pytest.mark.parametrize(("n_rows", "rows_per_program"), [(6, 1), (7, 2), (8, 2)])
 def test_each_rewrite_applies_and_matches_the_reference(name, n_rows, rows_per_program,
                                                         tmp_path):  # fmt: skip
-    """Every rewrite finds its text once in the landed forward, and the rewritten forward, on
+    """Every rewrite finds its text once in the current forward, and the rewritten forward, on
     one-row and stacked plans (7 rows: the last program half past the end), gives the
     reference's output (here, in the interpreter)."""
     import torch

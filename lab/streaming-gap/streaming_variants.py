@@ -65,7 +65,7 @@ INDUCTOR_ADD_BLOCKS = {(16384, 4096): (512, 8), (4096, 32768): (1024, 4)}
 
 def reduction_variants(directory: Path) -> dict[str, object]:
     """The row-reduction module as this probe measured it (``_variants.REDUCTIONS_BEFORE``:
-    the landed kernels took up ``evict_first`` since, ``row_sum_code.py``) rewritten three
+    the current kernels took up ``evict_first`` since, ``row_sum_code.py``) rewritten three
     ways: {label: module}."""
     before = REDUCTIONS_BEFORE
     return {

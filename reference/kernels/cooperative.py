@@ -17,11 +17,11 @@ share: (256 + 128) / (256 x 128), a quarter fewer. Under Nsight Compute at 16384
 (``results/h200/ncu-gemm-regimes-*.log``) the ping-pong kernel moved 462 MB through L2, this
 schedule's first version 330 MB and cuBLAS 293 (cuBLAS multicasts one operand to a two-CTA
 cluster, which Gluon's Hopper TMA cannot ask for in Triton 3.6). With super-rows of 4 tile
-rows (below) the kernel moves 294 MB, cuBLAS 298 in the same run (``ncu-gemm-landed-*.log``).
+rows (below) the kernel moves 294 MB, cuBLAS 298 in the same run (``ncu-gemm-kept-piece-*.log``).
 
 * **one producer warp** issues every TMA load into a ring of ``STAGES`` buffers; a buffer
   holds both 128 x 64 halves of A's block and B's 64 x 128 block (48 KiB), with a *ready*
-  mbarrier (the TMA unit arrives when the bytes have landed) and an *empty* one that counts
+  mbarrier (the TMA unit arrives when the bytes have arrived) and an *empty* one that counts
   **two** arrivals: the buffer is free once both groups' MMAs have read it;
 * **two consumer warp groups** (4 warps each) take every tile of the program together, each
   multiplying its half with asynchronous wgmma, one MMA in flight;

@@ -16,7 +16,7 @@ schedule of Hopper GEMM libraries:
 
 * **one producer warp** issues every TMA load of the program's tiles, in order, into a ring
   of ``STAGES`` shared-memory buffers, each with two mbarriers: *ready* (the TMA unit
-  arrives when the bytes have landed) and *empty* (the consumer arrives when its MMA has
+  arrives when the bytes have arrived) and *empty* (the consumer arrives when its MMA has
   read them);
 * **two consumer warp groups** (4 warps each) take the program's tiles in turn, the first the
   even ones and the second the odd ones. Each multiplies its 128 x 128 tile with

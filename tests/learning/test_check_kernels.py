@@ -188,7 +188,7 @@ def test_store_past_the_end_is_named_with_its_distance(tmp_path, monkeypatch):
     """Does a store without a mask fail as an out-of-bounds store, saying how far it went?
 
     The values it returns are right; the replay of its launches, inside guard regions, shows
-    where the last block's stores landed."""
+    where the last block's stores fell."""
     package = make_impl(tmp_path, monkeypatch, add=ADD_WITHOUT_STORE_MASK)
     results = {r.name: r for r in run_only("add", package, "add 16x256", "add 37x781")}
     assert results["add 16x256"].passed  # 4096 elements: every block is full

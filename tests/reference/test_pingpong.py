@@ -161,7 +161,7 @@ def _run_ring(tiles: int, k_steps: int, stages: int, turns: bool, seed: int) -> 
             if fill >= stages and freed[slot] != fill - stages:
                 yield f"fill {fill} overwrote buffer {slot}, whose fill {fill - stages} was unread"
             filled[slot] = fill
-            ready[slot].arrive()  # the TMA unit's bytes landed
+            ready[slot].arrive()  # the TMA unit's bytes arrived
 
     def consumer(group):
         for nth in range(group, tiles, 2):

@@ -74,13 +74,13 @@ def test_windows_take_the_replays_and_samples_that_started_in_them():
 
 def test_a_group_variant_sets_the_order_for_its_call_only(monkeypatch):
     """``--group-m``'s variants call the cooperative kernel with their GROUP_M and leave the
-    landed value in place, even when the call raises."""
+    kernel's own value in place, even when the call raises."""
     seen = []
     monkeypatch.setattr(gemm_regimes.cooperative, "matmul",
                         lambda a, b: seen.append(gemm_regimes.cooperative.GROUP_M) or a)
-    landed = gemm_regimes.cooperative.GROUP_M
+    own = gemm_regimes.cooperative.GROUP_M
     assert gemm_regimes.cooperative_with_group(3)("a", "b") == "a"
-    assert seen == [3] and gemm_regimes.cooperative.GROUP_M == landed
+    assert seen == [3] and gemm_regimes.cooperative.GROUP_M == own
 
     def broken(a, b):
         raise RuntimeError("launch failed")
@@ -88,7 +88,7 @@ def test_a_group_variant_sets_the_order_for_its_call_only(monkeypatch):
     monkeypatch.setattr(gemm_regimes.cooperative, "matmul", broken)
     with pytest.raises(RuntimeError):
         gemm_regimes.cooperative_with_group(5)("a", "b")
-    assert gemm_regimes.cooperative.GROUP_M == landed
+    assert gemm_regimes.cooperative.GROUP_M == own
 
 
 def test_a_run_shorter_than_a_window_edge_ends_its_last_window_there():

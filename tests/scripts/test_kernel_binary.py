@@ -2,7 +2,7 @@
 
 Its register count and register-limited occupancy are checked against every recorded Nsight
 Compute profile of a launch plan (`results/h200/ncu-plan-*.log`), and its compile of the
-landed add against the two whose plans are the add's rules; every row op is compiled once, a
+current add against the two whose plans are the add's rules; every row op is compiled once, a
 stub reports that it loads nothing, and bad arguments stop in one line."""
 
 import csv
@@ -53,7 +53,7 @@ def test_the_register_limit_is_what_nsight_compute_reported(path):
     ("float16", "ncu-plan-add-16384x4096-float16-block-8192-w8.log", "1"),
     ("float32", "ncu-plan-add-16384x4096-float32-block-1024-w8.log", "0"),
 ])  # fmt: skip
-def test_the_landed_adds_compile_here_as_they_did_on_the_h200(dtype, profile, interpreter):
+def test_the_current_adds_compile_here_as_they_did_on_the_h200(dtype, profile, interpreter):
     """The add's rule picks these plans at 16384 x 4096; compiled on this CPU for sm_90, the
     binary needs the registers the profile read on the H200. (The first as a CPU learner runs
     the script, which starts itself again to compile; the others run that second process.)"""

@@ -1,5 +1,5 @@
 """Does scripts/row_sum_code.py time what it names: the row reductions as they were before
-its change, each rewrite from there computing the op, the landed kernels equal to the
+its change, each rewrite from there computing the op, the current kernels equal to the
 candidate it chose, Inductor's kernel read from the recorded log; and do its sm_90 counts
 show the adds that change removed? (CPU: the interpreter, and Triton's compiler for sm_90)"""
 
@@ -33,7 +33,7 @@ def _kernel_code(path: str, name: str) -> str:
     return ast.dump(ast.Module(body=kernel.body, type_ignores=[]))
 
 
-def test_before_is_the_old_kernel_and_the_landed_one_is_the_chosen_candidate(modules):
+def test_before_is_the_old_kernel_and_the_current_one_is_the_chosen_candidate(modules):
     before = Path(modules["before"].__file__).read_text()
     kernels = before.split("def row_reduce")[0].split('"""', 2)[2]  # after the docstring
     assert "eviction_policy" not in kernels and "acc = tl.zeros((ROWS, BLOCK)" in kernels
@@ -65,8 +65,8 @@ def test_inductors_kernel_is_read_from_the_recorded_log_and_sums_rows(tmp_path):
 
 @pytest.mark.slow  # ~20 s: 36 kernels compiled for sm_90 and read back with cuobjdump
 def test_the_sm90_binaries_lose_the_adds_to_zero():
-    """Compiled for the H200 here (no GPU): the landed kernels add nothing to the zero register
-    or -inf, the version before did, and the landed binary is the chosen candidate's."""
+    """Compiled for the H200 here (no GPU): the current kernels add nothing to the zero register
+    or -inf, the version before did, and the current binary is the chosen candidate's."""
     done = warm_python.run(
         [sys.executable, str(ROOT / "scripts/row_sum_code.py"), "--sass", "--yours",
          "--rewrites", "evict_first+first chunk"],

@@ -506,7 +506,7 @@ def _set_allocator(device: torch.device) -> None:
 
 
 def _stray(memory: _Memory) -> str | None:
-    """Where a store landed in a guard region of this buffer, if anywhere."""
+    """Where a store fell in a guard region of this buffer, if anywhere."""
     if memory.head == 0:
         return None
     raw, buffer = memory.raw(), memory.buffer
