@@ -62,7 +62,8 @@ SWEEPS: Mapping[str, SweepSpec] = MappingProxyType(
                                      "--dtype", "float16")),  # fmt: skip
             # fused attention: every SDPA backend and FlexAttention (compiled per case) are
             # its baselines; each call takes a millisecond or more, so 10 calls a sample
-            SweepSpec("attention", ("--op", "attention_forward", "--iterations", "10")),
+            SweepSpec("attention", ("--op", "attention_forward", "--dtype", "bfloat16",
+                                    "--iterations", "10")),  # fmt: skip
             SweepSpec("attention-cold", ("--op", "attention_forward", "--dtype", "bfloat16",
                                          "--cache", "cold")),  # fmt: skip
             SweepSpec("attention-training", ("--op", "attention_training", "--dtype", "bfloat16",
