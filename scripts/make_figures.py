@@ -148,8 +148,10 @@ def _bars(
     axis.set_xticklabels([_case_label(case) for case in cases], fontsize=7)
 
 
-def _is_gemm(case: dict) -> bool:
-    return case["op"].startswith("matmul")
+def _is_gemm(case: dict) -> bool:  # read in TFLOP/s
+    from learning.report import compute_bound
+
+    return compute_bound(case)
 
 
 def _by_dtype(cases: list[dict]) -> list[list[dict]]:
@@ -330,8 +332,9 @@ def gemm_regimes_figure(regimes: dict, source: Path, out: Path) -> list[Path]:
     for column, (shape, dtype) in enumerate(shapes):
         rate_axis, clock_axis = axes[0, column], axes[1, column]
         for variant in variants:
-            mine = [r for r in rows if (r["shape"], r["dtype"], r["variant"]) == (shape, dtype,
-                                                                                    variant)]
+            mine = [
+                r for r in rows if (r["shape"], r["dtype"], r["variant"]) == (shape, dtype, variant)
+            ]
             windows = list(dict.fromkeys(tuple(r["window_ms"]) for r in mine))
             labels = [f"{low:g}–{high:g}" for low, high in windows]
             for axis, key in ((rate_axis, "tflops"), (clock_axis, "sm_mhz")):

@@ -20,8 +20,9 @@ inside a list item); the lines between are generated::
 Selectors (all optional): ``op=``, ``shape=``, ``dtype=`` (comma-separated alternatives, ``*``
 for any; cases keep the report's order), or instead ``cases=OP/SHAPE/DTYPE,...`` (in that
 order); for a report, ``variants=a,b`` (in that order; default every variant). A report's table
-has one row per variant: median µs, min–max µs, GB/s (TFLOP/s for ``matmul*`` ops) and the ratio
-against the case's eager variant, the one the report uses (``ratio_vs_eager``). A validation
+has one row per variant: median µs, min–max µs, GB/s (TFLOP/s for a compute-bound case,
+``learning.report.compute_bound``) and the ratio against the case's eager variant, the one the
+report uses (``ratio_vs_eager``). A validation
 record's table has one row per case: the Triton kernel's and the baseline's ms and TB/s and
 the speedup. A one-line note under the table names the file and how it was timed.
 
@@ -105,6 +106,8 @@ for _path in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(_path))
 
 from report_results import _fmt, _shape  # noqa: E402
+
+from learning.report import compute_bound  # noqa: E402
 
 BLOCK_OPEN = re.compile(r"^(?P<indent>[ \t]*)<!--\s*quote:\s*(?P<args>.*?)\s*-->\s*$")
 BLOCK_CLOSE = re.compile(r"^[ \t]*<!--\s*/quote\s*-->\s*$")
@@ -405,7 +408,7 @@ def _report_table(source: Source, cases: list[dict], variants: str | None) -> li
         names = variants.split(",") if variants else [v["name"] for v in case["variants"]]
         for index, name in enumerate(names):
             v = source.variant(case, name)
-            if case["op"].startswith("matmul"):  # compute-bound: TFLOP/s, as report_results
+            if compute_bound(case):  # TFLOP/s, as kernel-bench's table
                 rate, unit = v.get("tflops"), "TFLOP/s"
             else:
                 rate, unit = v.get("logical_gbps"), "GB/s"

@@ -182,6 +182,8 @@ def checked_records(report: dict) -> list[dict]:
 def plot(report: dict, path: Path) -> None:
     import matplotlib
 
+    from learning.report import compute_bound
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -200,7 +202,7 @@ def plot(report: dict, path: Path) -> None:
             if variant["ratio_vs_eager"] is not None:
                 xs.append(x)
                 ratio_values.append(variant["ratio_vs_eager"])
-            if variant["logical_gbps"] is not None and not case["op"].startswith("matmul"):
+            if variant["logical_gbps"] is not None and not compute_bound(case):
                 gbps_xs.append(x)
                 gbps_values.append(variant["logical_gbps"])
         ratios.bar(xs, ratio_values, width, label=name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from learning.report import compute_bound
+
 
 class Progress:
     """Throttled progress lines: cases prepared, visits done, an estimate of the time left."""
@@ -114,7 +116,7 @@ def format_table(report: dict) -> str:
     rows = [header]
     for case in report["cases"]:
         label = f"{case['op']} {_shape(case)} {case['dtype']}"
-        gemm = case["op"].startswith("matmul")
+        gemm = compute_bound(case)
         for variant in case["variants"]:
             paired, slower, interval, judged = _paired(variant)
             if variant["status"] != "timed":

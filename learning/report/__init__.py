@@ -52,6 +52,7 @@ __all__ = [
     "implementation_files",
     "is_record",
     "load_data",
+    "compute_bound",
     "make_record",
     "load_schema",
     "normalized_from_measured",
@@ -61,6 +62,19 @@ __all__ = [
     "write_atomic",
     "write_record",
 ]
+
+
+# A case doing more FLOPs a logical byte than this is read in TFLOP/s, any other in GB/s. The
+# course's ops fall far to either side: about 1 for the row ops, 340 or more for its GEMMs and
+# N / 2 (1024 and more) for attention; a Hopper card's ridge point is near 300.
+COMPUTE_BOUND_FLOPS_PER_BYTE = 64
+
+
+def compute_bound(case: dict) -> bool:
+    """Whether a report's case is read in TFLOP/s: its FLOPs a logical byte pass
+    :data:`COMPUTE_BOUND_FLOPS_PER_BYTE`."""
+    flops, moved = case.get("flops") or 0, case.get("logical_bytes") or 0
+    return moved > 0 and flops / moved > COMPUTE_BOUND_FLOPS_PER_BYTE
 
 
 def write_atomic(report: dict, path: Path) -> Path:
