@@ -9,7 +9,7 @@ checker (``learning.check.kernels``, ``learning.check.kernel_hints``) reads it o
 names no op itself. An op may read another's (``max`` reads ``sum``'s, a training step its
 forward's), and the words a path is written with are in ``learning.check.wrapper_paths``.
 
-A ``check`` module may define (each optional; what it leaves out the checker does without):
+A ``check`` module may define any of these (the checker asks for nothing else):
 
 * ``STRIDED``: the inputs whose rows may lie further apart than their width (the last
   dimension contiguous, any row stride); none where the op takes contiguous tensors only;
