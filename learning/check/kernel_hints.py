@@ -4,18 +4,19 @@
 only explain a failure: where the wrong values sit (which rows, which columns, only the tail),
 whether the output was never written, and whether it matches a typical mistake (the wrong
 axis, a softmax without its row-sum term, a dropped K tail ...). Each mistake is recognised by
-computing what the mistaken kernel would have produced, in float64, and comparing. The
-mistakes of the first ops are written here; an op may keep its own in its definition package
-(``learning/ops/attention/check.py``, read through ``learning.check.op_data``).
+computing what the mistaken kernel would have produced, in float64, and comparing. Each op
+keeps its own mistakes in its definition package, beside its spec (the ``mistakes`` of
+``learning/ops/softmax/check.py``, read through ``learning.check.op_data``); what is written
+here holds for every op.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import torch
 
-from learning import correctness, ops
+from learning import correctness
 from learning.check import op_data
 from learning.check.kernel_guards import unwritten_mask
 from learning.ops import OpSpec, Tolerance
@@ -299,239 +300,8 @@ def _matches(got: object, alternative: torch.Tensor, tolerance: Tolerance) -> bo
 
 
 def _alternatives(spec: OpSpec, inputs: dict, dtype: torch.dtype) -> Iterator[Alternative]:
-    make = _MISTAKES.get(spec.name)
+    make = op_data.value(spec.name, "mistakes")
     if make is None:
         return iter(())
     as64 = {k: v.detach().double() if torch.is_tensor(v) else v for k, v in inputs.items()}
     return make(as64, dtype)
-
-
-def _reduction_mistakes(reduce: Callable) -> Callable:
-    def mistakes(inputs, dtype):
-        x = inputs["x"]
-        rows, cols = x.shape
-        if cols >= rows:
-            yield (
-                "output",
-                reduce(x.T[:rows], dim=-1),
-                "the output matches a reduction down the columns (dim 0): program i read "
-                "column i. Program i must read row i: x_ptr + row * stride_row + cols",
-            )
-        block = 16
-        while block < cols:
-            yield (
-                "output",
-                reduce(x[:, :block], dim=-1),
-                f"the output matches a reduction over only the first {block} columns of each "
-                f"row: loop over the row in blocks until n_cols (or make BLOCK >= n_cols)",
-            )
-            block *= 2
-
-    return mistakes
-
-
-def _softmax_mistakes(inputs, dtype):
-    x = inputs["x"]
-    shifted = (x - x.amax(dim=-1, keepdim=True)).exp()
-    yield (
-        "output",
-        torch.softmax(x, dim=0),
-        "the output matches a softmax down the columns (dim 0): normalise over each row",
-    )
-    yield "output", shifted, "the output is exp(x - max) without the division by the row sum"
-    # exp(x) / sum(exp(x)) without the max, computed as a kernel would (float32, or the input
-    # dtype): NaN wherever exp overflowed. Only an output that holds NaN exactly there and is
-    # right elsewhere shows the missing max; NaN from anywhere else is not this fault.
-    for compute in dict.fromkeys((torch.float32, dtype)):
-        numerator = x.to(compute).exp()
-        if bool(torch.isfinite(numerator).all()):
-            continue  # no overflow on these inputs: the mistake gives the right answer
-        yield (
-            "output",
-            (numerator / numerator.sum(dim=-1, keepdim=True)).double(),
-            f"the output is NaN exactly where exp(x) overflows {str(compute)[6:]} and right "
-            "elsewhere: subtract the row max before exponentiating, softmax(x) = "
-            "softmax(x - max(x)) is exact and never overflows",
-        )
-
-
-def _softmax_train_mistakes(inputs, dtype):
-    x, dy = inputs["x"], inputs["grad_output"]
-    y = torch.softmax(x, dim=-1)
-    yield (
-        "grad_x",
-        y * dy,
-        "grad_x matches y * dy: it is missing the row-sum term. "
-        "dx = y * (dy - sum(y * dy, over the row))",
-    )
-    yield (
-        "grad_x",
-        y * (dy - dy.sum(dim=-1, keepdim=True)),
-        "grad_x uses sum(dy) over the row; the term is sum(y * dy)",
-    )
-    yield "grad_x", dy, "grad_x equals dy: the backward kernel passed the gradient through"
-
-
-def _rmsnorm_parts(inputs):
-    x, residual, weight, eps = (inputs[k] for k in ("x", "residual", "weight", "eps"))
-    h = x + residual
-    inv_rms = torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return x, residual, weight, eps, h, inv_rms
-
-
-def _rmsnorm_mistakes(inputs, dtype):
-    x, residual, weight, eps, h, inv_rms = _rmsnorm_parts(inputs)
-    yield (
-        "output",
-        x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight,
-        "the output matches RMSNorm of x alone: add the residual first (h = x + residual)",
-    )
-    yield "output", h * inv_rms, "the output is not multiplied by weight"
-    yield (
-        "output",
-        h * torch.rsqrt(h.pow(2).mean(dim=-1, keepdim=True)) * weight,
-        "the output matches RMSNorm without eps: add eps inside the rsqrt, "
-        "rsqrt(mean(h^2) + eps), using the eps argument",
-    )
-    yield (
-        "output",
-        h * weight / (h.pow(2).mean(dim=-1, keepdim=True).sqrt() + eps),
-        "eps is added outside the square root: rsqrt(mean(h^2) + eps)",
-    )
-    if dtype != torch.float32:
-        h_low = h.to(dtype).double()  # h rounded to the input dtype before the mean
-        yield (
-            "output",
-            h_low * torch.rsqrt(h_low.pow(2).mean(dim=-1, keepdim=True) + eps) * weight,
-            f"h = x + residual was rounded to {str(dtype).removeprefix('torch.')} before "
-            "the mean: add and accumulate in float32 (x.to(tl.float32))",
-        )
-
-
-def _rmsnorm_train_mistakes(inputs, dtype):
-    x, residual, weight, eps, h, inv_rms = _rmsnorm_parts(inputs)
-    dy = inputs["grad_output"]
-    contribution = dy * h * inv_rms  # each row's share of grad_weight
-    rows = contribution.shape[0]
-    prefix = contribution.cumsum(dim=0)
-    for row in range(rows - 1):
-        yield (
-            "grad_weight",
-            prefix[row],
-            f"grad_weight holds only rows 0-{row}'s contribution: the per-row terms "
-            "dy * h * inv_rms must be summed over ALL rows (a partial per program, then a "
-            "reduction over the programs)",
-        )
-        yield (
-            "grad_weight",
-            prefix[-1] - prefix[row],
-            f"grad_weight holds only rows {row + 1}-{rows - 1}'s contribution: each program "
-            "overwrote grad_weight with its own partial sum; sum the partials over all rows",
-        )
-    yield (
-        "grad_x",
-        dy * weight * inv_rms,
-        "grad_x is missing the term from inv_rms depending on h: "
-        "dx = inv_rms * (w*dy - h * mean(w*dy*h) * inv_rms^2)",
-    )
-
-
-def _matmul_mistakes(inputs, dtype):
-    a, b = inputs["a"], inputs["b"]
-    m, k = a.shape
-    n = b.shape[1]
-    if m == k:
-        yield "output", a.T @ b, "the output matches A^T @ B: A was read transposed"
-    if k == n:
-        yield "output", a @ b.T, "the output matches A @ B^T: B was read transposed"
-    for block_k in (16, 32, 64, 128):
-        kept = k - k % block_k
-        if 0 < kept < k:
-            yield (
-                "output",
-                a[:, :kept] @ b[:kept],
-                f"the output matches A @ B over only the first {kept} of K={k}: the K loop "
-                f"dropped the last {k - kept}. Loop to cdiv(K, BLOCK_K) and mask the loads "
-                f"with offs_k < K - k * BLOCK_K",
-            )
-
-
-def _matmul_train_mistakes(inputs, dtype):
-    a, b, grad_c = inputs["a"], inputs["b"], inputs["grad_output"]
-    m, k = a.shape
-    n = b.shape[1]
-    if n == k:
-        yield ("grad_a", grad_c @ b, "grad_a matches dC @ B: B must be read transposed, "
-               "dA = dC @ B^T (pass b.T: the same memory, strides swapped)")  # fmt: skip
-    if m == k:
-        yield ("grad_b", a @ grad_c, "grad_b matches A @ dC: A must be read transposed, "
-               "dB = A^T @ dC (pass a.T)")  # fmt: skip
-    if m == k and n == k:
-        yield ("grad_a", grad_c @ a, "grad_a matches dC @ A: dA multiplies dC by B^T, the "
-               "operands of the two gradient products were swapped")  # fmt: skip
-    for block in (16, 32, 64, 128):
-        kept = n - n % block
-        if 0 < kept < n:
-            yield ("grad_a", grad_c[:, :kept] @ b[:, :kept].T,
-                   f"grad_a matches dC @ B^T over only the first {kept} of N={n}: the "
-                   "reduction loop of dA (over N) dropped its tail; loop to cdiv and mask "
-                   "the last step")  # fmt: skip
-        kept = m - m % block
-        if 0 < kept < m:
-            yield ("grad_b", a[:kept].T @ grad_c[:kept],
-                   f"grad_b matches A^T @ dC over only the first {kept} of M={m} rows: the "
-                   "reduction of dB (over M, the token count) dropped its tail; loop to "
-                   "cdiv(M, BLOCK_K) and mask the last step")  # fmt: skip
-    # split-K: the first slice's partial sum alone (slices are whole steps of BLOCK_K rows)
-    firsts = {_cdiv(_cdiv(m, splits), block) * block for splits in range(2, 9)
-              for block in (16, 32, 64)}  # fmt: skip
-    for length in sorted(n for n in firsts if n < m):
-        yield ("grad_b", a[:length].T @ grad_c[:length],
-               f"grad_b matches the first reduction slice alone (rows 0-{length - 1} of M): "
-               "with split-K each slice writes a partial sum, and all of them must be added "
-               "(a second kernel over the partials)")  # fmt: skip
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _add_mistakes(inputs, dtype):
-    x = inputs["x"]
-    yield "output", x + x, "the output is x + x: the second load reads x_ptr, not y_ptr"
-    yield "output", x, "the output is x alone: y was never added"
-
-
-_WRITTEN_HERE: dict[str, Callable] = {
-    "add": _add_mistakes,
-    "sum": _reduction_mistakes(torch.sum),
-    "max": _reduction_mistakes(torch.amax),
-    "softmax": _softmax_mistakes,
-    "softmax_train": _softmax_train_mistakes,
-    "rmsnorm": _rmsnorm_mistakes,
-    "rmsnorm_train": _rmsnorm_train_mistakes,
-    "matmul": _matmul_mistakes,
-    "matmul_train": _matmul_train_mistakes,
-}
-
-
-class _Mistakes(Mapping):
-    """op name -> its typical mistakes: those written above, else the ``mistakes`` its
-    definition package keeps (``learning.check.op_data``)."""
-
-    def __getitem__(self, name: str) -> Callable:
-        if name in _WRITTEN_HERE:
-            return _WRITTEN_HERE[name]
-        found = op_data.value(name, "mistakes")
-        if found is None:
-            raise KeyError(name)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([name for name in ops.NAMES if name in self])
-
-    def __len__(self) -> int:
-        return len(list(self))
-
-
-_MISTAKES: Mapping[str, Callable] = _Mistakes()

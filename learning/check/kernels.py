@@ -16,8 +16,9 @@ inputs in every dtype: the checker asks the op module's wrappers for them throug
 ``RowPlan``), or by shape and layout (transposed GEMM operands); a module without the hook gets
 the ordinary call. A path may compare more than the op returns: ``attention_fwd`` is called for
 the log-sum-exp the forward saves, compared at fp32's tolerance. What the checker knows of an op
-beyond its spec (its paths, its strided inputs, its typical mistakes) is in the tables here or,
-for the ops written since, in the op's definition package (``learning.check.op_data``).
+beyond its spec (its paths, its strided inputs, its traps, its typical mistakes) is in the op's
+definition package, beside the spec (``learning/ops/softmax/check.py``, read through
+``learning.check.op_data``): nothing here is written for one op.
 
 Every call gets fresh tensors inside NaN guards; some repeat an earlier
 call's values in new tensors, some pass an earlier call's tensors again, some refill them in
@@ -82,6 +83,7 @@ from learning.check.replaying import (
     kernel_sources,
 )
 from learning.check.seeds import SEED_VARIABLE
+from learning.check.wrapper_paths import CHUNK, primes
 from learning.ops.spec import GEMM, ROWS
 
 RECORDS_KERNELS = True  # the runner starts this exercise's worker ready to record launches
@@ -111,17 +113,15 @@ _LONGEST = 130  # a drawn sequence's length at most: past 128, the largest tile 
 _SHORTEST_TRAINING = 8
 _ROW_WORK = 8  # a row's program, in elements of work (see _work)
 _FIRST = 4  # the costliest calls go first, so that their replays overlap the other calls
-# A one-value row's RMSNorm gradient is eps-sized (h / |h| does not move with h): no fp32
-# kernel meets a tolerance relative to it. Wider rows than 1 are well conditioned.
-_MIN_WIDTH = {"rmsnorm_train": 2}
-
-
 # --------------------------------------------------------------------------- what is checked
+# What the checker knows of an op beyond its spec is in the op's definition package: the
+# functions below read it (learning.check.op_data) and make it the types here.
 
 
 @dataclass(frozen=True)
 class _Special:
-    """A check beyond the plain shapes: an op's classic trap, on one shape."""
+    """A check beyond the plain shapes: an op's classic trap, on one shape (an op's
+    ``SPECIALS``, each a dict of these fields)."""
 
     name: str
     note: str  # appended to the input line
@@ -130,30 +130,6 @@ class _Special:
     shape: tuple[int, ...] | None = None  # None: the op's irregular CPU shape
     bitwise: bool = True  # (c) too; the wide rows take 6 s a replay in the interpreter
 
-
-def _scaled_x(factor: float) -> Callable[[dict], dict]:
-    return lambda values: {**values, "x": values["x"] * factor}
-
-
-_LARGE = _Special("large inputs (x100)", "x scaled by 100", (torch.float32, torch.float16),
-                  _scaled_x(100.0))  # fmt: skip
-_EPS = _Special("eps = 0.5 (the argument)", "eps = 0.5", (torch.float32,),
-                lambda values: {**values, "eps": 0.5})
-_SPECIALS: dict[str, tuple[_Special, ...]] = {
-    # Not softmax_train: on x100 inputs the gradients nearly cancel and no fp32 kernel meets a
-    # tolerance relative to their tiny magnitude; the forward's overflow is graded in softmax.
-    "softmax": (_LARGE,),
-    "rmsnorm": (_EPS,),
-    # (rows wider than the backward holds whole take its split kernels: _PATHS reaches them)
-    "rmsnorm_train": (_EPS,),
-}
-# The inputs whose rows may lie further apart than their width (the reference's spec: "the
-# last dimension contiguous, any row stride"); add takes contiguous tensors only.
-_STRIDED: dict[str, tuple[str, ...]] = {
-    "sum": ("x",), "max": ("x",), "softmax": ("x",), "softmax_train": ("x",),
-    "rmsnorm": ("x", "residual"), "rmsnorm_train": ("x", "residual"),
-    "matmul": ("a", "b"), "matmul_train": ("a", "b"),
-}  # fmt: skip
 
 _ONLY_WIDE = ("That path runs by itself only on rows far wider than these (tens of thousands "
               "of values), which is why no other input shows the fault")
@@ -186,94 +162,23 @@ class _Path:
     alone: str = _ONLY_WIDE  # why no other input shows a fault of this path (the hints)
 
 
-_CHUNK = 32  # columns a forced chunked plan walks per step: rows of 100-400 take 4-13 steps
+def _min_width(spec: ops.OpSpec) -> int:
+    """The narrowest row the checker draws for the op: its ``MIN_WIDTH``, else 1."""
+    return op_data.value(spec.name, "MIN_WIDTH", 1)
 
 
-def _chunked(rows_per_program: int = 1) -> dict:
-    """A chunked row plan, asked of the module's own ``RowPlan``."""
-    return {"class": "RowPlan", "fields": {"block_cols": _CHUNK, "chunked": True,
-                                          "rows_per_program": rows_per_program, "num_warps": 4}}
-
-
-def _step(function: str, args: tuple[str, ...], results: tuple[str, ...],
-          plan: str | None = None, **kwargs) -> dict:  # fmt: skip
-    return {"function": function, "args": list(args), "results": list(results), "plan": plan,
-            "kwargs": kwargs}  # fmt: skip
-
-
-def _reduction_path(function: str) -> tuple[_Path, ...]:
-    return (_Path("chunked rows", f"a chunked plan: {function}(x, plan=RowPlan(chunked=True, "
-                  f"block_cols={_CHUNK}, rows_per_program=2)), the chunk loop",
-                  (_step(function, ("x",), ("out",), "chunked"),), ("out",),
-                  {"chunked": _chunked(2)}),)  # fmt: skip
-
-
-_SOFTMAX_FORWARD = _step("softmax_fwd", ("x",), ("y",))
-_SOFTMAX_BACKWARD = _step("softmax_bwd", ("y", "grad_output"), ("dx",))
-_RMSNORM_FORWARD = _step("rmsnorm_fwd", ("x", "residual", "weight", "eps"), ("y", "rstd"),
-                         save_rstd=True)
-_RMSNORM_BACKWARD = _step("rmsnorm_bwd", ("grad_output", "x", "residual", "weight", "rstd"),
-                          ("dx", "dweight"))
-_CHUNKED_SOFTMAX = f"softmax_fwd(x, plan=RowPlan(chunked=True, block_cols={_CHUNK}))"
-_CHUNKED_RMSNORM = f"rmsnorm_fwd(..., plan=RowPlan(chunked=True, block_cols={_CHUNK}))"
-_PLANS = {"chunked": _chunked()}
-
-
-def _plan_step(step: dict) -> dict:
-    return {**step, "plan": "chunked"}
-
-
-def _gemm_sizes(low: int, high: int) -> Callable[[random.Random], tuple[int, ...]]:
-    """M small; N and K past 128 (more output tiles than the weight gradient splits)."""
-    return lambda rng: (rng.randint(2, 24), rng.randint(low, high), rng.randint(low, high))
-
-
-_TRANSPOSED = _Path("transposed operands", "transposed operands (a.T or b.T views: column-"
-                    "major memory)", shape=lambda rng: tuple(rng.randint(2, 48) for _ in "mnk"),
-                    transposed=True)  # fmt: skip
-# The paths the CPU shapes miss, by op (every kernel of an exercise's file runs in some case).
-_PATHS: dict[str, tuple[_Path, ...]] = {
-    "sum": _reduction_path("row_sum"),
-    "max": _reduction_path("row_max"),
-    "softmax": (_Path("chunked rows", f"the chunked forward: {_CHUNKED_SOFTMAX}",
-                      (_plan_step(_SOFTMAX_FORWARD),), ("y",), _PLANS),),
-    "softmax_train": (
-        _Path("chunked forward", f"the chunked forward, {_CHUNKED_SOFTMAX}, then the backward",
-              (_plan_step(_SOFTMAX_FORWARD), _SOFTMAX_BACKWARD), ("dx",), _PLANS),
-        _Path("chunked backward", "the forward, then the chunked backward: softmax_bwd(y, dy, "
-              f"plan=RowPlan(chunked=True, block_cols={_CHUNK}))",
-              (_SOFTMAX_FORWARD, _plan_step(_SOFTMAX_BACKWARD)), ("dx",), _PLANS),
-    ),
-    "rmsnorm": (_Path("chunked rows", f"the chunked forward: {_CHUNKED_RMSNORM}",
-                      (_plan_step(_RMSNORM_FORWARD),), ("y",), _PLANS),),
-    "rmsnorm_train": (
-        _Path("chunked forward", f"the chunked forward, {_CHUNKED_RMSNORM}, then the backward",
-              (_plan_step(_RMSNORM_FORWARD), _RMSNORM_BACKWARD), ("dx", "dx", "dweight"),
-              _PLANS),
-        # The split backward's tiles are 1024 columns: rows wider than one tile take two.
-        _Path("split backward", "the forward, then the split backward: rmsnorm_bwd(..., "
-              "plan=RowPlan(chunked=True)), rows wider than one 1024-column tile",
-              (_RMSNORM_FORWARD, _plan_step(_RMSNORM_BACKWARD)), ("dx", "dx", "dweight"),
-              _PLANS, shape=lambda rng: (rng.randint(1, 3), rng.choice(_primes(1025, 1400)))),
-    ),
-    "matmul": (_TRANSPOSED,),
-    "matmul_train": (
-        _TRANSPOSED,
-        _Path("weight gradient, not split", "N and K past 128: a weight gradient with more "
-              "tiles than split-K takes", shape=_gemm_sizes(129, 170)),
-    ),
-}
+def _specials(spec: ops.OpSpec) -> tuple[_Special, ...]:
+    return tuple(_Special(**entry) for entry in op_data.value(spec.name, "SPECIALS", ()))
 
 
 def _paths(spec: ops.OpSpec) -> tuple[_Path, ...]:
-    """The op's paths: the table above, or those its definition package keeps (op_data)."""
-    if spec.name in _PATHS:
-        return _PATHS[spec.name]
+    """The paths of the op's wrappers that the CPU shapes miss (every kernel of an exercise's
+    file runs in some case)."""
     return tuple(_Path(**entry) for entry in op_data.value(spec.name, "PATHS", ()))
 
 
 def _strided(spec: ops.OpSpec) -> tuple[str, ...]:
-    return _STRIDED.get(spec.name) or tuple(op_data.value(spec.name, "STRIDED", ()))
+    return tuple(op_data.value(spec.name, "STRIDED", ()))
 
 
 _PROPERTIES = {
@@ -408,11 +313,6 @@ class _Call:
     expected: tuple | None = None
 
 
-def _primes(low: int, high: int) -> list[int]:
-    candidates = range(max(low, 2), high + 1)
-    return [n for n in candidates if all(n % d for d in range(2, int(n**0.5) + 1))]
-
-
 def _width(rng: random.Random, high: int, low: int = 1) -> int:
     """A row width: ``low`` (1: a single column), a prime, a non-power of two or any, up to
     ``high``."""
@@ -420,7 +320,7 @@ def _width(rng: random.Random, high: int, low: int = 1) -> int:
     if kind == 0:
         return low
     if kind == 1:
-        return rng.choice(_primes(max(low, 2), high))
+        return rng.choice(primes(max(low, 2), high))
     value = rng.randint(max(low, 2), high)
     return value + 1 if kind == 2 and value & (value - 1) == 0 else value
 
@@ -445,7 +345,7 @@ def _named_shape(spec: ops.OpSpec, rng: random.Random, *, counts: tuple[int, int
 def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
     cases: list[_Case] = []
     strided = _strided(spec)
-    low = _MIN_WIDTH.get(spec.name, 1)
+    low = _min_width(spec)
 
     def case(check: str, shape, dtype, pads=None, special=None, path=None) -> _Case:
         made = _Case(spec, f"{spec.name} {check}", tuple(shape), dtype, len(cases),
@@ -464,7 +364,7 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
             # bit-for-bit replay (c) runs in the first dtype of each of these shapes.
             made.calls[0].bitwise = not spec.training or dtype == spec.dtypes[0]
     irregular = next((s for s in spec.cpu_shapes if any(d % 16 for d in s)), spec.cpu_shapes[-1])
-    for special in _SPECIALS.get(spec.name, ()):
+    for special in _specials(spec):
         for dtype in special.dtypes:
             made = case(special.name, special.shape or irregular, dtype, special=special)
             made.calls[0].bitwise = special.bitwise
@@ -476,7 +376,7 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
             elif named:
                 shape = _named_shape(spec, rng)
             else:  # a few chunks' rows
-                shape = (rng.randint(2, 6), rng.choice(_primes(3 * _CHUNK + 1, 400)))
+                shape = (rng.randint(2, 6), rng.choice(primes(3 * CHUNK + 1, 400)))
             made = case(path.name, shape, dtype, pads(), path=path)
             if path.transposed:
                 made.transposed = rng.choice((("a",), ("b",), ("a", "b")))
@@ -516,7 +416,7 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
              (rows, _width(rng, max(2, min(300, _MANY_ELEMENTS // rows)), max(low, 2))), pick())
         case("rows past 4096 (float32)", (rng.randint(1, 3), rng.randint(4097, 6000)),
              torch.float32)  # fmt: skip
-        case("odd widths", (rng.randint(1, 40), rng.choice(_primes(2, 3000))), pick())
+        case("odd widths", (rng.randint(1, 40), rng.choice(primes(2, 3000))), pick())
         case("odd widths", (rng.randint(1, 40), low), pick())
         if strided:
             case("strided rows", (rng.randint(1, 40), _width(rng, 1000, low)), pick(), pads())

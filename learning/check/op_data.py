@@ -1,23 +1,33 @@
 """What the kernel checker reads about an op besides its spec: the module ``check`` of the op's
-definition package (``learning/ops/attention/check.py``), where the op has one.
+definition package (``learning/ops/softmax/check.py``), where the op has one.
 
 The spec (``learning/ops/<op>/__init__.py``) is what every tool reads and what a recorded
 report binds; what only the checker asks (the inputs whose rows may lie apart, the wrapper
-paths it forces, the typical mistakes it names) can live beside it in a module that no run
-imports, so that writing a hint stales no evidence (``learning.report.binding``). The ops
-written before these modules keep theirs in the checker's own tables
-(``learning.check.kernels``, ``learning.check.kernel_hints``); a name is looked up there
-first.
+paths it forces, the typical mistakes it names) lives beside it in a module that no run
+imports, so that writing a hint stales no evidence (``learning.report.binding``). The
+checker (``learning.check.kernels``, ``learning.check.kernel_hints``) reads it only here and
+names no op itself. An op may read another's (``max`` reads ``sum``'s, a training step its
+forward's), and the words a path is written with are in ``learning.check.wrapper_paths``.
 
-A ``check`` module may define:
+A ``check`` module may define any of these (the checker asks for nothing else):
 
-* ``STRIDED``: the inputs whose rows may lie further apart than their width;
-* ``PATHS``: paths through the op module's wrappers, each a dict of
-  :class:`learning.check.kernels._Path`'s fields; ``extra`` names outputs beyond the op's (the
-  forward's saved log-sum-exp) with the float64 function that computes each from the inputs
-  and the dtype it must have;
+* ``STRIDED``: the inputs whose rows may lie further apart than their width (the last
+  dimension contiguous, any row stride); none where the op takes contiguous tensors only;
+* ``MIN_WIDTH``: the narrowest row the checker draws (1 when not given), for an op whose
+  gradient is ill-conditioned on narrower rows;
+* ``SPECIALS``: the op's classic traps, each checked on one shape, each a dict of
+  :class:`learning.check.kernels._Special`'s fields: ``name`` (the check's), ``note`` (added
+  to the input line), ``dtypes``, ``transform`` (the plain inputs -> the trap's: x scaled by
+  100, a larger eps) and, optionally, ``shape`` (the irregular CPU shape when not given) and
+  ``bitwise`` (whether the first call is also replayed for a bit-for-bit match);
+* ``PATHS``: paths through the op module's wrappers that the CPU shapes miss, each a dict of
+  :class:`learning.check.kernels._Path`'s fields: the wrapper calls that take it (``steps``,
+  with the ``plans`` they ask for), or the ``shape`` and layout (``transposed``) that take it
+  alone; ``extra`` names outputs beyond the op's (the forward's saved log-sum-exp) with the
+  float64 function that computes each from the inputs and the dtype it must have;
 * ``mistakes(inputs, dtype)``: the typical mistakes, as :mod:`learning.check.kernel_hints`
-  reads them: ``(output label, what the mistaken kernel computes in float64, hint)``.
+  reads them: ``(output label, what the mistaken kernel computes in float64, hint)``, from
+  the inputs in float64 and the dtype the kernel was called with.
 """
 
 from __future__ import annotations
