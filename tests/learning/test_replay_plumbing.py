@@ -361,6 +361,26 @@ def test_a_claimed_step_can_only_copy_what_the_replay_has(package):
         replay(bundle, forged, described, fresh, device="cpu")
 
 
+def test_what_an_output_held_before_its_copy_is_kept_only_when_it_is_zeros(package):
+    """A buffer a copy made again starts as it was before the copy (the zeros of a padded
+    operand): for an output, one value other than zero could be an answer, so a claimed
+    constant start of 0.5 is replayed as poison, and only zeros are kept."""
+    _, bundle, _ = package
+    _, _, trace, described = _recorded(package, "cast_at_the_end", "softmax", torch.float16)
+    fresh = _inputs("softmax", torch.float16, 2)
+    forged = copy.deepcopy(trace)
+    (step,) = forged["steps"]
+    step["to"]["shape"] = step["from"]["shape"] = [1, SHAPE[1]]  # the first row only
+    target = forged["buffers"][step["to"]["buffer"]]
+    target["start"] = {"kind": "const", "fill": 0.5}
+    result = replay(bundle, forged, described, fresh, device="cpu")
+    assert result.unwritten == [f"output 0: {(SHAPE[0] - 1) * SHAPE[1]} of "
+                                f"{SHAPE[0] * SHAPE[1]} elements never stored"]  # fmt: skip
+    target["start"] = {"kind": "const", "fill": 0.0}
+    result = replay(bundle, forged, described, fresh, device="cpu")
+    assert result.unwritten == [] and not result.outputs[0][1:].any()
+
+
 # --------------------------------------------------------------------------- one rule, two users
 
 

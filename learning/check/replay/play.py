@@ -173,7 +173,9 @@ def _parse(trace: Any, outputs: Any, max_bytes: int) -> _Plan:
         raise ReplayError(f"the trace has {len(raw_steps)} steps; a replay takes at most "
                           f"{plumbing.MAX_STEPS}")  # fmt: skip
     steps = tuple(_parse_step(s, i, buffers, len(raw_launches)) for i, s in enumerate(raw_steps))
-    buffers, steps = plumbing.rebuild(buffers, steps)
+    named = {o.get("buffer") for o in outputs if isinstance(o, dict)} if isinstance(
+        outputs, list) else set()  # fmt: skip
+    buffers, steps = plumbing.rebuild(buffers, steps, named)
     launches = tuple(_parse_launch(launch, i, buffers) for i, launch in enumerate(raw_launches))
     require(isinstance(outputs, list), "the outputs", "a list of views", outputs)
     views = tuple(_parse_output(o, i, buffers) for i, o in enumerate(outputs))

@@ -62,12 +62,15 @@ class Step:
 # --------------------------------------------------------------------------- the replay's side
 
 
-def rebuild(buffers: tuple, steps: tuple[Step, ...]) -> tuple[tuple, tuple[Step, ...]]:
+def rebuild(buffers: tuple, steps: tuple[Step, ...],
+            outputs: set) -> tuple[tuple, tuple[Step, ...]]:  # fmt: skip
     """The buffers as a replay makes them, and the steps it makes (see the module docstring).
 
     A step is made when its source, at that point of the sequence, is not opaque and both its
     views are in their buffers' dtypes (a copy reinterprets no bits). An opaque buffer that a
-    made step writes into becomes an allocation, or the constant it held before (``start``).
+    made step writes into becomes an allocation, or the constant it held before (``start``):
+    for a buffer an output lies in (``outputs``, buffer ids), only zeros, as
+    ``learning.check.replaying.fresh_outputs`` keeps them (one value can be an answer).
     """
     kinds = {buffer.id: buffer.kind for buffer in buffers}
     made: set[int] = set()
@@ -87,6 +90,8 @@ def rebuild(buffers: tuple, steps: tuple[Step, ...]) -> tuple[tuple, tuple[Step,
     for buffer in buffers:
         if buffer.id in made:
             kind, fill = buffer.start or ("alloc", None)
+            if kind == "const" and buffer.id in outputs and fill != 0:
+                kind, fill = "alloc", None
             buffer = dataclasses.replace(buffer, kind=kind, fill=fill)
         rebuilt.append(buffer)
     return tuple(rebuilt), tuple(kept)
