@@ -35,9 +35,12 @@ course: $(STAMP)
 	@echo "Set up: the checks above graded reference/, not your work (the journal lines are your journals, empty until you start)."
 	@echo "Next: lesson 01. Run JUPYTER_CONFIG_PATH=.jupyter $(BIN)/jupyter lab$(ALLOW_ROOT) and open lessons/01-tensors-and-bytes.ipynb"
 
+# The 15 slowest tests are listed at the end, and each phase says how long it took, so that
+# the next regression shows in the log.
 test: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q $(PARALLEL)
+	@start=$$(date +%s); $(BIN)/ruff check . && echo "make test: lint took $$(($$(date +%s) - start)) s"
+	@start=$$(date +%s); $(BIN)/python -m pytest -q $(PARALLEL) --durations=15; status=$$?; \
+		echo "make test: tests took $$(($$(date +%s) - start)) s"; exit $$status
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check .

@@ -16,7 +16,7 @@ Units used everywhere in the course:
 * sizes in **bytes**; bandwidth in **GB/s** (10^9 bytes per second, not GiB);
 * arithmetic in **FLOPs** (a multiply-add is two); throughput in **TFLOP/s** (10^12 per second).
 
-Shapes follow the op registry (``learning/ops.py``): row ops (add, softmax, rmsnorm and their
+Shapes follow the op registry (``learning/ops/``): row ops (add, softmax, rmsnorm and their
 training steps) take ``(M, N)``; GEMM takes ``(M, N, K)`` with A ``M x K``, B ``K x N`` and
 C ``M x N``. Op names are the registry's: ``add``, ``softmax``, ``rmsnorm``, ``matmul``,
 ``softmax_train``, ``rmsnorm_train``, ``matmul_train``.

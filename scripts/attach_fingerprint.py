@@ -2,7 +2,7 @@
 
     python scripts/attach_fingerprint.py results/h200/stability.json --commit 3fbd79a \\
         --script scripts/benchmark_stability.py --argv "--sweeps 3" \\
-        --files learning/ops.py reference/kernels/softmax.py ...
+        --files learning/ops/softmax/__init__.py reference/kernels/softmax.py ...
 
 Measurement scripts now write script records themselves (``learning.report.records``). Outputs
 recorded before that carry no fingerprint, so nothing ties their figures to code. When the

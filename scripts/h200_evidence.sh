@@ -10,15 +10,15 @@
 #                                             clock probe, external baselines (Liger-Kernel when
 #                                             installed, Inductor max-autotune), compile overhead
 #   scripts/h200_evidence.sh chunks OUTDIR    row_chunk_sweep for softmax and RMSNorm, twice
-#   scripts/h200_evidence.sh final OUTDIR     the recorded sweeps re-run on the landed code:
-#                                             all and all-cold, every default shape and dtype
-#   scripts/h200_evidence.sh final-training OUTDIR  training, gemm-bf16 (against Inductor
-#                                             max-autotune), gemm-train, validation, wrapper
-#                                             cost, the GPU-only tests of tests/reference
+#   scripts/h200_evidence.sh final OUTDIR     the stale cases of all and all-cold on this card
+#                                             (python -m learning.report rerecord: only what
+#                                             changed since the card's last recording)
+#   scripts/h200_evidence.sh final-training OUTDIR  the same for training, gemm-bf16,
+#                                             gemm-train, validation; the wrapper cost and the
+#                                             GPU-only tests of tests/reference
 #   scripts/h200_evidence.sh final-rows OUTDIR      all, all-cold, training, validation, wrapper
-#                                             cost, GPU tests: what a row-kernel change stales
-#   scripts/h200_evidence.sh final-gemm OUTDIR      gemm-bf16 and gemm-train: what a change to
-#                                             matmul.py alone stales (after final-rows)
+#                                             cost, GPU tests
+#   scripts/h200_evidence.sh final-gemm OUTDIR      gemm-bf16 and gemm-train
 #   scripts/h200_evidence.sh final-scripts OUTDIR   external baselines (interleaved), the
 #                                             RMSNorm plan grid, the compile-count GPU tests
 #   RECORD="all training" scripts/h200_evidence.sh only OUTDIR   the named records alone
@@ -45,20 +45,9 @@ record() {
     local name
     for name in "$@"; do
         case $name in
-        # every default shape and dtype, torch.compile per case (dynamic=False), warm and cold
-        all) step all timeout 300 python3 -m learning.bench --op all --compile $recorded \
-            --output "$out/all.json" ;;
-        all-cold) step all-cold timeout 280 python3 -m learning.bench --op all --compile \
-            --cache cold $recorded --output "$out/all-cold.json" ;;
-        training) step training timeout 150 python3 -m learning.bench --op training \
-            --dtype float16 --compile --output "$out/training.json" ;;
-        gemm-bf16) step gemm-bf16 timeout 150 python3 -m learning.bench --op matmul \
-            --dtype bfloat16 --compile --compile-mode max-autotune $recorded \
-            --output "$out/gemm-bf16.json" ;;
-        gemm-train) step gemm-train timeout 40 python3 -m learning.bench --op matmul_train \
-            --shape 16384 1024 1024 --dtype float16 --output "$out/gemm-train.json" ;;
-        validate-kernels) step validate-kernels timeout 300 python3 scripts/validate_kernels.py \
-            --no-timing --output "$out/validate-kernels.json" ;;
+        # the recorded sweeps (learning/report/sweeps.py): only their stale cases, on this card
+        all|all-cold|training|gemm-bf16|gemm-train|validate-kernels) step "$name" timeout 590 \
+            python3 -m learning.report rerecord "$out" --sweep "$name" ;;
         wrapper-overhead) step wrapper-overhead timeout 120 python3 scripts/wrapper_overhead.py \
             --output "$out/wrapper-overhead.json" ;;
         gpu-tests) step gpu-tests timeout 120 python3 -m pytest -q -s -p no:cacheprovider \

@@ -17,7 +17,8 @@ What is drawn, from whichever of these files exist (a missing one is skipped wit
   kernel's rate and SM clock, timed alone, from a rested GPU to its power limit.
 
 The two script outputs may be script records (``learning.report.write_record``): what is drawn
-is the record's ``data``; the file as a whole is what the figure's hash is taken of.
+is the record's ``data``; the file as a whole, less the snapshots of the sources it measured, is
+what the figure's hash is taken of.
 
 Every figure names its source file, GPU and settings in its footer, and carries the source's
 SHA-256 in its PNG metadata: ``--check`` compares that hash with the file as it is now, which
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import textwrap
 from collections.abc import Callable
@@ -54,7 +56,18 @@ KIND_COLORS = {"eager": "#7f7f7f", "compile": "#ff7f0e", "triton": "#1f77b4", "l
 
 
 def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The hash of what a figure can show of ``path``: the file's JSON less its
+    ``source_snapshots`` (preserving the sources a report measured draws nothing new), in a
+    canonical form; a file that is not JSON, its bytes."""
+    content = path.read_bytes()
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return hashlib.sha256(content).hexdigest()
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if key != "source_snapshots"}
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _display(path: Path) -> str:

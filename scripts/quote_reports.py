@@ -166,8 +166,20 @@ class Result:
 # --- reading the evidence -------------------------------------------------------------------
 
 
+def _newest_cases(path: Path, cases: list[dict]) -> list[dict]:
+    """A sweep's base report names the sweep: each case as its newest recording, the base's
+    own or a later part's (``learning.report.sweeps``), in the base's order."""
+    from learning.report import sweeps
+
+    if path.stem not in sweeps.SWEEPS or not sweeps.part_files(path.parent, path.stem)[1:]:
+        return cases
+    newest = sweeps.load_sweep(path.parent, path.stem).cases()
+    return [newest[sweeps.case_key(case)][0] for case in cases]
+
+
 class Source:
-    """One JSON file a marker names: a kernel-bench report or a validation record."""
+    """One JSON file a marker names: a kernel-bench report or a validation record. A sweep's
+    base report stands for the sweep: its cases are their newest recordings."""
 
     def __init__(self, name: str, root: Path):
         path = root / name
@@ -184,6 +196,7 @@ class Source:
             and isinstance(document.get("cases"), list)
         ):
             self.kind, self.document, self.cases = "report", document, document["cases"]
+            self.cases = _newest_cases(path, self.cases)
         elif (
             isinstance(document, dict)
             and document.get("record") == "script-output"  # learning.report.records.is_record

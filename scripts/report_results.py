@@ -25,7 +25,7 @@ of ``learning/schemas/records-v1.json``::
   ``pass``; ``failed`` (it failed the oracle, or could not run) is ``fail``, and so is ``timed``
   without a pass (a report the validator rejects: no record claims a pass it was not given);
   ``skipped`` is ``skipped``.
-* A compute-bound op (a GEMM in the op registry, ``learning/ops.py``, with FLOPs in its case)
+* A compute-bound op (a GEMM in the op registry, ``learning/ops/``, with FLOPs in its case)
   has ``tflops``, and ``gbps`` null; every other op is memory-bound, with ``gbps`` and
   ``tflops`` null: a case with no FLOPs (``flops`` 0), or an op whose FLOPs are one per element
   (add, sum, max), whose TFLOP/s say nothing about a kernel limited by its memory traffic.

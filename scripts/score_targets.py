@@ -1,14 +1,17 @@
 """Score the recorded reports against the course's targets: every target, and where it is missed.
 
-    python scripts/score_targets.py                                   # print the scoreboard
-    python scripts/score_targets.py --check results/h200/target-scores.log   # CI: still true?
-    python scripts/score_targets.py --write results/h200/target-scores.log
+    python scripts/score_targets.py --results results/h100            # print the scoreboard
+    python scripts/score_targets.py --results results/h100 --check results/h100/target-scores.log
+    python scripts/score_targets.py --results results/h100 --write results/h100/target-scores.log
 
-No GPU needed: it reads what ``results/h200/`` holds (``--results`` to read another folder)
-and judges it against the targets in ``scripts/_targets.py``, the one place they are
-written. One line per target: what was measured, met or missed, and the file it comes from:
+No GPU needed: it reads the sweeps one card's folder holds (``results/<card>/``; a sweep is its
+base report and the parts that re-recorded some of its cases, ``learning.report.sweeps``) and
+judges them against the targets in ``scripts/_targets.py``, the one place they are written.
+One line per target: what was measured, met or missed, and the file it comes from:
 
-* bandwidth at 16384 x 4096 fp16, warm (``all.json``) and cold (``all-cold.json``);
+* bandwidth at 16384 x 4096 fp16, warm (``all``) and cold (``all-cold``), as a share of the
+  streaming ceiling measured in the same report (the fastest variant of the ceiling's case):
+  no figure of one card is held against another;
 * every memory-bound case of the default sweep against the faster of eager and compile;
 * the GEMMs against the better of ``torch.mm`` and torch.compile (``gemm-bf16.json``, whose
   compile is Inductor's max-autotune; ``all.json`` in fp16, whose compile calls cuBLAS; and the
@@ -35,7 +38,11 @@ Then, for the every-case target, the cases behind, described by facts the report
   apart. Below about 0.3% a small p is not proof.) A report whose
   variants hold different numbers of samples (one failed partway) has no pairs: ``-``.
 * ``of ceiling``: the reference's logical bandwidth as a share of the streaming ceiling
-  measured on the H200 (``--ceiling-gbps``, 4350): near 100 % no kernel can be much faster.
+  measured in the same report: near 100 % no kernel can be much faster.
+
+A record the card's folder does not hold (the interleaved GEMM comparison, Liger-Kernel, the
+wrapper's host time are recorded by companion scripts, not by every card's sweeps) gets a line
+saying so, with no verdict.
 
 The targets themselves are judged on the ratio of medians, as kernel-bench reports it; the
 paired figures describe the misses and are shown next to the GEMM and training-step ratios.
@@ -61,10 +68,10 @@ if str(ROOT) not in sys.path:  # run as a script: the engine's package sits besi
 import _targets as targets  # noqa: E402
 from _records import OneLineParser  # noqa: E402
 
+from learning.report import sweeps  # noqa: E402
 from learning.report.stats import paired  # noqa: E402  (_paired_rows.py pairs the same way)
 
 RESULTS = "results/h200"
-CEILING_GBPS = 4350.0  # fp16 add, 16384 x 4096, graph replay: the H200's measured ceiling
 BASELINES = ("torch", "compile")
 SIGNIFICANT = 0.01  # a sign test's p below this: the reference was slower round after round
 
@@ -75,7 +82,18 @@ def fail(message: str):
     raise SystemExit(2)
 
 
-def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
+def measured_ceiling(report: dict) -> float | None:
+    """The streaming ceiling a report measured: the fastest timed variant of the ceiling's
+    case, in logical GB/s (None if the report does not hold that case)."""
+    op, shape, dtype = sweeps.CEILING_CASE
+    for case in report.get("cases", ()):
+        if case["op"] == op and tuple(case["shape"]) == shape and case["dtype"] == dtype:
+            rates = [v["logical_gbps"] for v in case["variants"] if v.get("logical_gbps")]
+            return max(rates) if rates else None
+    return None
+
+
+def score(report: dict, ceiling_gbps: float | None) -> tuple[list[dict], int]:
     """The memory-bound cases behind their best baseline, and how many cases were scored."""
     behind, scored = [], 0
     for case in report["cases"]:
@@ -93,7 +111,7 @@ def score(report: dict, ceiling_gbps: float) -> tuple[list[dict], int]:
             "case": f"{case['op']} {'x'.join(map(str, case['shape']))} {case['dtype']}",
             "ratio": ratio, "baseline": best["name"],
             "overlap": triton["min_ms"] <= best["max_ms"],
-            "of_ceiling": gbps / ceiling_gbps,
+            "of_ceiling": gbps / ceiling_gbps if ceiling_gbps else None,
             "triton_us": triton["median_ms"] * 1e3, "best_us": best["median_ms"] * 1e3,
             "paired": paired(triton, best),
         })  # fmt: skip
@@ -129,8 +147,7 @@ def verdicts(report: dict) -> dict[str, list[str]]:
     return found
 
 
-def _verdict_line(report: dict, mode: str, name: str) -> dict:
-    found = verdicts(report)
+def _verdict_line(found: dict[str, list[str]], mode: str, name: str) -> dict:
     target = f"every memory-bound case not slower than the faster baseline (verdict), {mode}"
     if set(found) <= {"unrecorded"}:
         return _line(target, "the report records no verdicts", None, name)
@@ -155,17 +172,51 @@ def _variants(report: dict, op: str, shape, dtype: str) -> dict:
     return {}
 
 
+class View:
+    """One sweep of a card, read as kernel-bench reports: the newest recording of each case,
+    grouped by the file it came from, with that file's own ceiling."""
+
+    def __init__(self, folder: Path, name: str):
+        try:
+            self.sweep = sweeps.load_sweep(folder, name)
+        except (OSError, ValueError) as error:
+            fail(f"{folder}/{name}: a report there is not readable ({type(error).__name__})")
+        for path, report in self.sweep.files:
+            if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
+                fail(f"{path}: not a kernel-bench report (no cases)")
+        self.name = f"{name}.json"
+        self.present = bool(self.sweep.files)
+
+    def files(self) -> list[tuple[str, dict, float | None]]:
+        """(file name, a report of the cases taken from it, its ceiling) per file used."""
+        chosen: dict[Path, list[dict]] = {}
+        reports: dict[Path, dict] = {}
+        for case, path, report in self.sweep.cases().values():
+            chosen.setdefault(path, []).append(case)
+            reports[path] = report
+        return [(path.name, {"cases": cases}, measured_ceiling(reports[path]))
+                for path, cases in chosen.items()]  # fmt: skip
+
+    def case(self, op: str, shape, dtype: str) -> tuple[dict, str, float | None]:
+        """(the named variants, the file, the file's ceiling); ({}, this sweep, None) if absent."""
+        found = self.sweep.case(op, shape, dtype)
+        if found is None:
+            return {}, self.name, None
+        case, path, report = found
+        return _variants({"cases": [case]}, op, shape, dtype), path.name, measured_ceiling(report)
+
+
 def _line(target: str, measured: str, met: bool | None, source: str) -> dict:
     verdict = "-" if met is None else ("met" if met else "missed")
     return {"target": target, "measured": measured, "verdict": verdict, "from": source}
 
 
-def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
+def _speedup_line(target, view, op, shape, dtype, versus, goal) -> dict:
     """``versus``' median over the reference's against ``goal`` (the faster of ``versus``)."""
-    variants = _variants(report, op, shape, dtype)
+    variants, name, _ = view.case(op, shape, dtype)
     found = [variants[v] for v in versus if v in variants]
     if "triton" not in variants or not found:
-        return _line(target, "not in the report", None, name)
+        return _line(target, "not recorded on this card", None, name)
     best = min(found, key=lambda v: v["median_ms"])
     ratio = best["median_ms"] / variants["triton"]["median_ms"]
     pairs = paired(variants["triton"], best)
@@ -177,71 +228,112 @@ def _speedup_line(target, report, name, op, shape, dtype, versus, goal) -> dict:
     return _line(target, measured, ratio >= goal, name)
 
 
-def scoreboard(results: Path, ceiling_gbps: float) -> tuple[list[dict], list[str]]:
-    """Every target's line, and the every-case detail tables."""
-    def load(name: str) -> dict:
-        try:
-            data = json.loads((results / name).read_text())
-        except (OSError, ValueError) as error:
-            fail(f"{results / name}: not readable ({type(error).__name__})")
-        return data.get("data", data)  # a script record keeps its output under "data"
+def _record(results: Path, name: str) -> dict | None:
+    """A companion script's record in the card's folder (its output), None if absent."""
+    path = results / name
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        fail(f"{path}: not readable ({type(error).__name__})")
+    return data.get("data", data)  # a script record keeps its output under "data"
 
-    reports = {name: load(name) for name in ("all.json", "all-cold.json")}
-    lines, details = [], []
-    for op, gbps in targets.BANDWIDTH_GBPS.items():
-        for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
-            triton = _variants(reports[name], op, targets.BANDWIDTH_SHAPE, "float16").get("triton")
-            target = f"{op} {_label(targets.BANDWIDTH_SHAPE)} float16 >= {gbps:.0f} GB/s, {mode}"
-            if triton is None:
-                lines.append(_line(target, "not in the report", None, name))
+
+def _bandwidth_lines(views: dict) -> list[dict]:
+    lines = []
+    for op, share in targets.BANDWIDTH_SHARE.items():
+        for sweep, mode in (("all", "warm"), ("all-cold", "cold")):
+            variants, name, ceiling = views[sweep].case(op, targets.BANDWIDTH_SHAPE, "float16")
+            target = (f"{op} {_label(targets.BANDWIDTH_SHAPE)} float16 >= {share:.0%} of the "
+                      f"streaming ceiling, {mode}")  # fmt: skip
+            triton = variants.get("triton")
+            if triton is None or not ceiling:
+                lines.append(_line(target, "not recorded on this card", None, name))
                 continue
-            measured = triton["bytes"] / (triton["median_ms"] * 1e-3) / 1e9
-            lines.append(_line(target, f"{measured:.0f} GB/s", measured >= gbps, name))
-    for name, mode in (("all.json", "warm"), ("all-cold.json", "cold")):
-        behind, scored = score(reports[name], ceiling_gbps)
+            gbps = triton["bytes"] / (triton["median_ms"] * 1e-3) / 1e9
+            measured = f"{gbps:.0f} GB/s, {gbps / ceiling:.2%} of {ceiling:.0f}"
+            lines.append(_line(target, measured, gbps / ceiling >= share, name))
+    return lines
+
+
+def scoreboard(results: Path) -> tuple[list[dict], list[str]]:
+    """Every target's line, and the every-case detail tables."""
+    views = {name: View(results, name) for name in ("all", "all-cold", "training", "gemm-bf16",
+                                                    "gemm-train")}  # fmt: skip
+    if not views["all"].present:
+        fail(f"{results}: no all.json, so no sweep to score")
+    lines, details = _bandwidth_lines(views), []
+    for sweep, mode in (("all", "warm"), ("all-cold", "cold")):
+        view = views[sweep]
+        if not view.present:
+            lines.append(_line(f"every memory-bound case, {mode}", "not recorded on this card",
+                               None, view.name))  # fmt: skip
+            continue
+        behind, scored, found = [], 0, {}
+        for name, report, ceiling in view.files():
+            rows, count = score(report, ceiling)
+            behind += [row | {"file": name} for row in rows]
+            scored += count
+            for verdict, cases in verdicts(report).items():
+                found.setdefault(verdict, []).extend(cases)
         overlap = sum(row["overlap"] for row in behind)
         steady = sum(_significant(row) for row in behind)
         lines.append(_line(f"every memory-bound case >= the faster of eager and compile, {mode}",
                            f"{scored - len(behind)} of {scored}; {len(behind)} behind, "
                            f"{overlap} overlapping, {steady} slower round after round",
-                           not behind, name))  # fmt: skip
-        lines.append(_verdict_line(reports[name], mode, name))
-        details.append(_detail(f"{name}: {mode}", behind))
-    gemm_bf16 = load("gemm-bf16.json")
+                           not behind, view.name))  # fmt: skip
+        lines.append(_verdict_line(found, mode, view.name))
+        details.append(_detail(f"{view.name}: {mode}", behind))
     for shape, dtype in targets.GEMM_SHAPES:
-        for report, name, dtype_here, versus in (
-            (gemm_bf16, "gemm-bf16.json", "bfloat16", "torch.mm, max-autotune"),
-            (reports["all.json"], "all.json", dtype, "torch.mm, compile"),
+        for view, dtype_here, versus in (
+            (views["gemm-bf16"], "bfloat16", "torch.mm, max-autotune"),
+            (views["all"], dtype, "torch.mm, compile"),
         ):
             lines.append(_speedup_line(
                 f"matmul {_label(shape)} {dtype_here} >= {targets.GEMM_SPEEDUP:.2f}x {versus}",
-                report, name, "matmul", shape, dtype_here, BASELINES, targets.GEMM_SPEEDUP,
+                view, "matmul", shape, dtype_here, BASELINES, targets.GEMM_SPEEDUP,
             ))  # fmt: skip
-    name = "external-baselines-gemm.json"
-    for check in load(name).get("targets", []):
-        target = f"{check['case']} >= {check['target']:.2f}x {check['versus']}"
-        lines.append(_line(target, _ratio(check), check["met"], name))
-    training = load("training.json")
+    lines += _external_lines(_record(results, "external-baselines-gemm.json"),
+                             "external-baselines-gemm.json", None)  # fmt: skip
     for op, goal in targets.TRAINING_SPEEDUP_VS_COMPILE.items():
         lines.append(_speedup_line(
-            f"{op} {_label(targets.TRAINING_SHAPE)} float16 >= {goal:.2f}x compile", training,
-            "training.json", op, targets.TRAINING_SHAPE, "float16", ("compile",), goal,
+            f"{op} {_label(targets.TRAINING_SHAPE)} float16 >= {goal:.2f}x compile",
+            views["training"], op, targets.TRAINING_SHAPE, "float16", ("compile",), goal,
         ))  # fmt: skip
     goal = targets.MATMUL_TRAIN_SPEEDUP_VS_TORCH
-    for report, name in ((training, "training.json"), (load("gemm-train.json"), "gemm-train.json")):
-        for case in report["cases"]:
+    for sweep in ("training", "gemm-train"):
+        for case, _, _ in views[sweep].sweep.cases().values():
             if case["op"] == "matmul_train":
                 lines.append(_speedup_line(
                     f"matmul_train {_label(case['shape'])} {case['dtype']} >= {goal:.2f}x torch",
-                    report, name, "matmul_train", case["shape"], case["dtype"], ("torch",), goal,
+                    views[sweep], "matmul_train", case["shape"], case["dtype"], ("torch",), goal,
                 ))  # fmt: skip
-    name = "external-baselines-rows.json"
-    for check in load(name).get("targets", []):
-        if check["versus"] == "liger":
-            target = f"{check['case']} >= {check['target']:.2f}x Liger-Kernel"
-            lines.append(_line(target, _ratio(check), check["met"], name))
-    lines.append(_host_line(load("wrapper-overhead.json")))
+    lines += _external_lines(_record(results, "external-baselines-rows.json"),
+                             "external-baselines-rows.json", "liger")  # fmt: skip
+    record = _record(results, "wrapper-overhead.json")
+    lines.append(_host_line(record) if record is not None else _line(
+        f"softmax wrapper's host time at {_label(targets.HOST_COST_SHAPE)} <= "
+        f"{targets.HOST_COST_RATIO:.2f}x torch.softmax", "not recorded on this card", None,
+        "wrapper-overhead.json"))  # fmt: skip
     return lines, details
+
+
+def _external_lines(record: dict | None, name: str, versus: str | None) -> list[dict]:
+    """The head-to-head targets a companion record judged (``versus``: only those)."""
+    if record is None:
+        what = "Liger-Kernel" if versus == "liger" else "the interleaved comparison"
+        return [_line(f"{what} ({name})", "not recorded on this card", None, name)]
+    lines = []
+    for check in record.get("targets", []):
+        if versus is None:
+            target = f"{check['case']} >= {check['target']:.2f}x {check['versus']}"
+        elif check["versus"] == versus:
+            target = f"{check['case']} >= {check['target']:.2f}x Liger-Kernel"
+        else:
+            continue
+        lines.append(_line(target, _ratio(check), check["met"], name))
+    return lines
 
 
 def _ratio(check: dict) -> str:
@@ -303,23 +395,24 @@ def _detail(title: str, behind: list[dict]) -> str:
             f"  {row['case']:34s} {row['ratio']:6.3f} {row['baseline']:8s} "
             f"{row['triton_us']:10.2f} {row['best_us']:9.2f} "
             f"{'overlap' if row['overlap'] else 'apart':>8s} {paired_text} "
-            f"{row['of_ceiling']:10.0%}"
+            + (f"{row['of_ceiling']:10.0%}" if row["of_ceiling"] is not None else f"{'-':>10s}")
+            + (f"  {row['file']}" if row.get("file") != title.split(":")[0] else "")
         )
     return "\n".join(lines)
 
 
-def render(results: Path, label: str, ceiling_gbps: float) -> str:
+def render(results: Path, label: str) -> str:
     try:
-        lines, details = scoreboard(results, ceiling_gbps)
+        lines, details = scoreboard(results)
     except (KeyError, TypeError, AttributeError, ZeroDivisionError) as error:
         fail(f"{label}: a report there is not shaped as expected ({type(error).__name__}: "
              f"{error})")  # fmt: skip
     width = max(len(line["target"]) for line in lines)
     measured = max(len(line["measured"]) for line in lines)
     met = sum(line["verdict"] == "met" for line in lines)
-    text = [f"{met} of {len(lines)} checks met ({label}, streaming ceiling "
-            f"{ceiling_gbps:.0f} GB/s); a target checked in several files has a line for each",
-            ""]  # fmt: skip
+    text = [f"{met} of {len(lines)} checks met ({label}; each bandwidth as a share of the "
+            f"streaming ceiling its own report measured); a target checked in several files "
+            f"has a line for each", ""]  # fmt: skip
     text.append(f"{'target':{width}s}  {'measured':{measured}s}  {'verdict':7s}  from")
     for line in lines:
         text.append(f"{line['target']:{width}s}  {line['measured']:{measured}s}  "
@@ -330,8 +423,7 @@ def render(results: Path, label: str, ceiling_gbps: float) -> str:
 def main(argv=None) -> int:
     parser = OneLineParser(prog="score_targets", description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=RESULTS,
-                        help="the folder of recorded reports (default results/h200)")  # fmt: skip
-    parser.add_argument("--ceiling-gbps", type=float, default=CEILING_GBPS)
+                        help="a card's folder of sweeps (default results/h200)")  # fmt: skip
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", metavar="FILE", help="write the scores to FILE")
     mode.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from the scores")
@@ -339,7 +431,9 @@ def main(argv=None) -> int:
     results = ROOT / args.results
     if not results.is_dir():
         fail(f"{args.results} is not a folder")
-    text = render(results, args.results, args.ceiling_gbps)
+    label = results.resolve().relative_to(ROOT) if results.resolve().is_relative_to(ROOT) \
+        else results  # fmt: skip
+    text = render(results, label.as_posix())
     if args.write:
         target = ROOT / args.write
         if not target.parent.is_dir():

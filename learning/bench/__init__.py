@@ -11,16 +11,18 @@ seeded order, clock warm-up, cold-cache flush subtraction, a learner's kernels t
 their launches) is described phase by phase in :mod:`learning.bench.engine`.
 """
 
-from learning.bench.config import BenchConfig, BenchInputError
-from learning.bench.engine import PHASES, Report, incomplete_path, run
-from learning.bench.output import format_table
+from importlib import import_module
 
-__all__ = [
-    "PHASES",
-    "BenchConfig",
-    "BenchInputError",
-    "Report",
-    "format_table",
-    "incomplete_path",
-    "run",
-]
+# What the package offers, and where it lives: imported when first asked for, so that
+# ``kernel-bench --help``, ``compare`` and a refused command line start without torch.
+_WHERE = {
+    "BenchConfig": "config", "BenchInputError": "config", "PHASES": "engine",
+    "Report": "engine", "incomplete_path": "engine", "run": "engine", "format_table": "output",
+}  # fmt: skip
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,9 @@ no file written), 130 interrupted (a ``complete: false`` report of what was fini
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from learning.bench.config import (
@@ -23,6 +25,7 @@ from learning.bench.config import (
     BenchConfig,
     BenchInputError,
     host_delay_from_environment,
+    precheck,
 )
 
 EPILOG = f"""examples:
@@ -204,11 +207,19 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from learning.bench import format_table, run
+def _interrupt_as_usual() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+def main(argv: list[str] | None = None) -> int:
     try:
         config = parse(argv)
+        precheck(config)  # before torch: a refused command line costs no import
+        from learning.bench.engine import run
+        from learning.bench.output import format_table
+
+        _interrupt_as_usual()  # from here a Ctrl-C is the run's: it keeps what was finished
         report = run(config)
     except SystemExit as exit_:  # argparse: --help (0) or a malformed line (2, one line)
         return exit_.code

@@ -54,7 +54,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +127,8 @@ def load_report(path: Path, role: str) -> dict:
         raise CompareInputError(
             f"{role} {path}: not JSON ({error.msg}, line {error.lineno})"
         ) from None
+    except RecursionError:
+        raise CompareInputError(f"{role} {path}: nested too deeply to be a report") from None
     if report_format.is_record(data):
         raise CompareInputError(f"{role} {path}: a script record, not a kernel-bench report")
     problems = report_format.schema_problems(data)
@@ -443,8 +447,10 @@ def _check_arguments(args) -> None:
         raise CompareInputError(
             f"give two reports, BASE.json NEW.json (got {len(args.reports)}), or --within REPORT"
         )
-    if not (math.isfinite(args.margin) and 0 <= args.margin < 100):
-        raise CompareInputError(f"--margin {args.margin:g}: a percentage from 0 to under 100")
+    if not (math.isfinite(args.margin) and 0 < args.margin < 100):
+        raise CompareInputError(
+            f"--margin {args.margin:g}: a percentage above 0 and under 100 (as kernel-bench's)"
+        )
     if args.json is not None:
         if args.json.exists() and not args.json.is_file():
             raise CompareInputError(f"--json {args.json} exists and is not a regular file")
@@ -457,6 +463,8 @@ def _check_arguments(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # imports done: as usual
     try:
         args = parser().parse_args(argv)
     except SystemExit as exit_:  # --help (0) or a malformed line (2, one line)
@@ -484,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     except CompareInputError as error:
         print(f"kernel-bench compare: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the comparison is written whole or not at all
+        print("kernel-bench compare: interrupted; nothing written", file=sys.stderr)
+        return 130
     if comparison.get("mismatched_settings"):
         print("kernel-bench compare: warning: measured differently: "
               + "; ".join(comparison["mismatched_settings"]), file=sys.stderr)  # fmt: skip

@@ -168,6 +168,18 @@ def check_output(path: Path, force: bool = False) -> None:
         )
 
 
+def precheck(config: BenchConfig) -> None:
+    """Every refusal that needs no op definition (and so no torch): the op and dtype names,
+    the numbers, the output file. ``kernel-bench`` asks it before it imports the engine, so a
+    mistyped command line is refused in a fraction of a second; the run asks it again."""
+    try:
+        ops.check_names(config.op, config.dtype)
+    except ValueError as error:
+        raise BenchInputError(str(error)) from None
+    check_numbers(config)
+    check_output(config.output, force=config.force)
+
+
 def check_numbers(config: BenchConfig) -> None:
     for name in ("samples", "visits"):
         value = getattr(config, name)

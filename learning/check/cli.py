@@ -6,7 +6,9 @@ it grades), and exits 0; ``--json`` gives the list as JSON.
 
 Exit status: 0 when every check passes (or the list was asked for), 1 when some fail, 2 for a
 usage error, such as an unknown exercise (one line on stderr, with the closest name when one
-is close). The work is :func:`learning.check.runner.check_exercise`.
+is close), 3 when the exercise is not graded because the checker itself failed twice (an
+incomplete report: a fault to report, not a mark). The work is
+:func:`learning.check.runner.check_exercise`.
 
 A check that measured something on each input (a kernel exercise's memory traffic) prints its
 message even when it passes; ``--json`` carries the measurements as the check's ``cases``.
@@ -25,7 +27,7 @@ from learning.check import passes
 from learning.check.runner import ExerciseReport, UnknownExercise, check_exercise
 from learning.check.seeds import replay_seed
 
-EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,12 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     except UnknownExercise as error:
         print(_unknown(error.name, error.choices), file=sys.stderr)
         return EXIT_USAGE
-    if mine:  # what the lessons' "After you pass" cells read (learning/check/passes.py)
+    if mine and not report.incomplete:  # the lessons' "After you pass" cells read it (passes.py)
         passes.note(args.exercise, report.passed, report.points, report.max_points, before)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(render(report))
+    if report.incomplete:
+        return EXIT_INCOMPLETE
     return EXIT_PASSED if report.passed else EXIT_FAILED
 
 
@@ -132,5 +136,9 @@ def render(report: ExerciseReport) -> str:
     journal = report.journal
     if journal is not None:
         lines.append(f"journal {journal.path}: {journal.summary()} (no points)")
-    lines.append(f"{report.exercise}: {report.points:g}/{report.max_points:g} points")
+    if report.incomplete:
+        lines.append(f"{report.exercise}: not graded (incomplete: the checker failed twice, "
+                     "see above)")  # fmt: skip
+    else:
+        lines.append(f"{report.exercise}: {report.points:g}/{report.max_points:g} points")
     return "\n".join(lines)

@@ -176,7 +176,8 @@ def _grade(cheat: Cheat, source: str, folder: Path, session: Session) -> str:
     """The cheat's verdict: a message that starts with "caught" when it earns its point."""
     package = _package(cheat, source, folder)
     with Session("softmax", package, extra_path=[folder], seed=session.seed,
-                 time_limit_s=session.time_left(), kernels=True) as own:  # fmt: skip
+                 time_limit_s=session.time_left(), kernels=True,
+                 slowdown=session.slowdown) as own:  # fmt: skip
         right, said_there = _demonstration(cheat, package, own)
         if not right:
             return said_there
@@ -222,10 +223,12 @@ def _demonstration(cheat: Cheat, package: str, session: Session) -> tuple[bool, 
     demo = RemoteModule(session, f"{package}.demo")
     right, wrong = [], ""
     for label, values in sequence:
-        outcome = demo.call("settled_softmax", [values["x"].clone()], {"limit_s": _SETTLE_LIMIT_S},
+        settle = {"limit_s": session.scaled(_SETTLE_LIMIT_S)}
+        outcome = demo.call("settled_softmax", [values["x"].clone()], settle,
                             limit_s=CALL_LIMIT_S)  # fmt: skip
         if outcome.timed_out:
-            return False, f"{cheat.function} did not return within {CALL_LIMIT_S:g} s on {label}"
+            limit = session.scaled(CALL_LIMIT_S)
+            return False, f"{cheat.function} did not return within {limit:g} s on {label}"
         if outcome.error is not None:
             error = outcome.error
             if getattr(error, "not_implemented", False):

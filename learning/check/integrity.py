@@ -15,6 +15,11 @@ answers both:
   rename or ``chmod`` and no unprivileged process can set it back, so ``os.utime`` does not
   hide an edit. A new file in a watched directory (a shadowing module, a ``.pth`` file)
   changes the directory's times. The learner's own package is left out: it is theirs to edit.
+* **Memory.** A worker is a descendant of the checker and runs as its user, so through
+  ``/proc/PID`` it could read the checker's memory, environment and open files (the run's
+  seed, which decides the hidden inputs) or write its memory (a verdict). :func:`hidden`
+  marks the checker not dumpable while learner code runs (Linux's ``PR_SET_DUMPABLE``): those
+  entries then belong to root, and no process of the user can open them or trace it.
 * **Processes.** A worker could fork a child that calls ``setsid`` and so leaves the worker's
   process group, then keeps running while the checker replays kernels or grades the next
   learner. :func:`become_subreaper` makes the checker the parent every orphan of its children
@@ -27,17 +32,20 @@ time, is out of reach. Both turn what the worker did into evidence the trusted s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,49 @@ def changed(before: DiskState, limit: int = 5) -> list[str]:
     if len(differ) > limit:
         shown.append(f"and {len(differ) - limit} more")
     return shown
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def _prctl(option: int, value: int = 0) -> int | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        result = ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        return None
+    return None if result < 0 else result
+
+
+def dumpable() -> bool | None:
+    """Whether this process is dumpable now (None where that cannot be read: not Linux)."""
+    state = _prctl(_PR_GET_DUMPABLE)
+    return None if state is None else state == 1
+
+
+_hiding_lock = threading.Lock()
+_hiding = {"depth": 0, "restore": False}
+
+
+@contextlib.contextmanager
+def hidden() -> Iterator[None]:
+    """This process not dumpable while the block runs (nested and threaded blocks too), then
+    as it was. Not dumpable, its ``/proc/PID/mem``, ``environ``, ``fd`` and ``maps`` belong to
+    root, and no other process of its user can open them or trace it. Root can, and
+    ``/proc/PID/cmdline`` stays readable by everyone: a secret is never put there."""
+    with _hiding_lock:
+        if _hiding["depth"] == 0:
+            _hiding["restore"] = dumpable() is True
+            _prctl(_PR_SET_DUMPABLE, 0)
+        _hiding["depth"] += 1
+    try:
+        yield
+    finally:
+        with _hiding_lock:
+            _hiding["depth"] -= 1
+            if _hiding["depth"] == 0 and _hiding["restore"]:
+                _prctl(_PR_SET_DUMPABLE, 1)
 
 
 # --------------------------------------------------------------------------- processes
@@ -167,5 +218,5 @@ def kill_strays(keep: Iterable[int] = (), settle_s: float = 0.05, limit_s: float
     return killed
 
 
-__all__ = ["DiskState", "become_subreaper", "changed", "children", "kill_strays", "snapshot",
-           "watched_paths"]
+__all__ = ["DiskState", "become_subreaper", "changed", "children", "dumpable", "hidden",
+           "kill_strays", "snapshot", "watched_paths"]

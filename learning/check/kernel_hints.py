@@ -4,7 +4,9 @@
 only explain a failure: where the wrong values sit (which rows, which columns, only the tail),
 whether the output was never written, and whether it matches a typical mistake (the wrong
 axis, a softmax without its row-sum term, a dropped K tail ...). Each mistake is recognised by
-computing what the mistaken kernel would have produced, in float64, and comparing.
+computing what the mistaken kernel would have produced, in float64, and comparing. The
+mistakes of the first ops are written here; an op may keep its own in its definition package
+(``learning/ops/attention/check.py``, read through ``learning.check.op_data``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable, Iterator, Mapping
 
 import torch
 
-from learning import correctness
+from learning import correctness, ops
+from learning.check import op_data
 from learning.check.kernel_guards import unwritten_mask
 from learning.ops import OpSpec, Tolerance
 
@@ -28,17 +31,30 @@ def explain(
     verdicts: list[correctness.Verdict],
     *,
     dtype: torch.dtype,
-    scale: float,
     start_here: str,
     pads: Mapping[str, int] | None = None,
+    extra: Mapping[str, tuple[torch.dtype, str]] | None = None,
 ) -> list[str]:
     """Hints, most specific first, for the failed ``verdicts`` of one call; ``pads``: the
-    inputs whose rows lay further apart than their width (row stride minus width)."""
-    labels = correctness.output_labels(spec)
-    tolerance = spec.tolerances[dtype]
+    inputs whose rows lay further apart than their width (row stride minus width); ``extra``:
+    the outputs after the op's own (a wrapper's, such as the attention forward's saved
+    log-sum-exp), each with the dtype it must have and why.
+
+    A hint that names a fault is given only on evidence of that fault: a failed output that
+    matches what the mistaken kernel computes, or a pattern only that fault leaves (row 0
+    right and later rows wrong, where rows lie apart). Where the values are wrong is said
+    after them."""
+    extra = dict(extra or {})
+    labels = (*correctness.output_labels(spec), *extra)
+    dtypes = {label: extra[label][0] if label in extra else dtype for label in labels}
+    failed = {label for index, label in enumerate(labels)
+              if index >= len(verdicts) or not verdicts[index].passed}  # fmt: skip
     hints: list[str] = []
     for label, alternative, hint in _alternatives(spec, inputs, dtype):
+        if label not in failed:
+            continue
         index = labels.index(label)
+        tolerance = spec.tolerances[dtypes[label]]
         if index < len(outputs) and _matches(outputs[index], alternative, tolerance):
             hints.append(hint)
     never = [
@@ -62,21 +78,42 @@ def explain(
         if tuple(got.shape) != tuple(ref.shape):
             hints.append(_shape_hint(spec, label, tuple(got.shape), tuple(ref.shape), inputs))
             continue
-        if got.dtype != dtype:
+        if label in extra:
+            hint = _precision_hint(label, got, *extra[label], dtype)
+            if hint:
+                hints.append(hint)
+                continue
+        if label not in extra and got.dtype != dtype:
             hints.append(
                 "allocate the output with the input's dtype (torch.empty_like(x)); tl.store "
                 "converts to the pointer's element type"
             )
             continue
-        hints += _value_hints(spec, label, got, ref, inputs, tolerance, scale)
+        tolerance = spec.tolerances[dtypes[label]]
         hints += _row_stride_hint(label, got, ref, tolerance, pads or {})
+        hints += _value_hints(label, got, ref, inputs, tolerance)
     return hints
+
+
+def steps_by_width(
+    spec: OpSpec, outputs: tuple, expected: tuple[torch.Tensor, ...], *, dtype: torch.dtype,
+    pads: Mapping[str, int] | None,
+) -> bool:
+    """Does some output show the row-stride fault (see :func:`_row_stride_hint`)? Then what
+    lies past a row says nothing more: the kernel read the gap between rows, not past a row's
+    end, and the checker does not ask."""
+    tolerance = spec.tolerances[dtype]
+    return any(
+        type(got) is torch.Tensor and tuple(got.shape) == tuple(ref.shape)
+        and bool(_row_stride_hint("output", got, ref, tolerance, pads or {}))
+        for got, ref in zip(outputs, expected, strict=False)
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- where it is wrong
 
 
-def _value_hints(spec, label, got, ref, inputs, tolerance, scale) -> list[str]:
+def _value_hints(label, got, ref, inputs, tolerance) -> list[str]:
     hints: list[str] = []
     got64, ref64 = got.detach().double(), ref.detach().double()
     finite_ref = torch.isfinite(ref64)
@@ -91,14 +128,7 @@ def _value_hints(spec, label, got, ref, inputs, tolerance, scale) -> list[str]:
     if unwritten is not None:
         non_finite &= ~unwritten
     if bool(non_finite.any()):
-        if spec.name.startswith("softmax") and scale > 1:
-            hints.append(
-                "exp overflowed on large inputs (x scaled by "
-                f"{scale:g}): subtract the row max before exponentiating, "
-                "softmax(x) = softmax(x - max(x)) is exact and never overflows"
-            )
-        else:
-            hints.append(f"non-finite values {_where(non_finite)}{_tail_note(non_finite)}")
+        hints.append(f"non-finite values {_where(non_finite)}{_tail_note(non_finite)}")
     if bool((got64 == 0).all()) and bool((ref64 != 0).any()):
         hints.append(
             f"{label} is all zeros: check that tl.store writes the result (not a fresh "
@@ -120,13 +150,19 @@ def _value_hints(spec, label, got, ref, inputs, tolerance, scale) -> list[str]:
 
 def _row_stride_hint(label, got, ref, tolerance, pads: Mapping[str, int]) -> list[str]:
     """Row 0 right and later rows wrong, where the rows lay further apart than their width:
-    the kernel stepped from row to row by the width."""
+    the kernel stepped from row to row by the width. Rows never written are not evidence
+    (a grid of one program leaves them so)."""
     if not pads or got.dim() == 0 or got.shape[0] < 2:
         return []
     got64, ref64 = got.detach().double(), ref.detach().double()
     bound = tolerance.atol * _scale_of(ref64) + tolerance.rtol * ref64.abs()
     wrong = ~((got64 - ref64).abs() <= bound)  # NaN counts as wrong
-    by_row = wrong.reshape(wrong.shape[0], -1).any(dim=1)
+    unwritten = unwritten_mask(got)
+    if unwritten is not None:
+        wrong &= ~unwritten
+    # rows of the last dimension where there are more than two (a head's query rows)
+    by_row = (wrong.reshape(-1, wrong.shape[-1]) if wrong.dim() > 2
+              else wrong.reshape(wrong.shape[0], -1)).any(dim=1)  # fmt: skip
     if bool(by_row[0]) or not bool(by_row[1:].any()):
         return []
     apart = ", ".join(f"{name}'s rows lie width + {pad} apart" for name, pad in pads.items())
@@ -136,6 +172,25 @@ def _row_stride_hint(label, got, ref, tolerance, pads: Mapping[str, int]) -> lis
         "width. Step by the row stride the wrapper passes (x.stride(0), x_row_stride), never "
         "by N"
     ]
+
+
+def _precision_hint(label: str, got: torch.Tensor, wanted: torch.dtype, why: str,
+                    dtype: torch.dtype) -> str | None:  # fmt: skip
+    """An output that must be ``wanted`` (wider than the inputs' ``dtype``) allocated in
+    another dtype, or holding only values ``dtype`` can hold: rounded on its way to memory."""
+    def name(kind):
+        return str(kind).removeprefix("torch.")
+
+    if got.dtype != wanted:
+        return (f"{label} is {name(got.dtype)}; it must be {name(wanted)}: {why}. Allocate it "
+                f"as {name(wanted)}")  # fmt: skip
+    values = got.detach()[torch.isfinite(got.detach())]
+    if dtype == wanted or not values.numel() or not torch.equal(values.to(dtype).to(wanted),
+                                                                values):  # fmt: skip
+        return None
+    return (f"{label} holds only values a {name(dtype)} can hold: it was rounded to "
+            f"{name(dtype)} on its way to memory (a {name(dtype)} buffer, or a cast before "
+            f"the store). {why}. Keep it {name(wanted)} from the accumulator to the store")
 
 
 def _never_written(got: object, ref: torch.Tensor) -> bool:
@@ -157,8 +212,12 @@ def _where(mask: torch.Tensor) -> str:
     """'in rows 3-5 (3 of 37), columns 768-780 (13 of 781)' for a boolean mask."""
     if mask.dim() == 1:
         return f"in rows {_ranges(mask)}"
-    if mask.dim() != 2:
-        return f"at {int(mask.sum())} positions"
+    if mask.dim() == 0:
+        return "at the one value"
+    if mask.dim() != 2:  # by dimension: attention's b, h, the query rows n, the columns d
+        spans = [_ranges(mask.transpose(0, dim).reshape(mask.shape[dim], -1).any(dim=1))
+                 for dim in range(mask.dim())]  # fmt: skip
+        return f"at {int(mask.sum())} positions, indices by dimension: {'; '.join(spans)}"
     return f"in rows {_ranges(mask.any(dim=1))}, columns {_ranges(mask.any(dim=0))}"
 
 
@@ -183,6 +242,8 @@ def _ranges(mask: torch.Tensor) -> str:
 def _tail_note(mask: torch.Tensor, rows: bool = False) -> str:
     """Explain a wrong region that is exactly the end of every row (or, with ``rows``, the
     last rows of a one-value-per-row output: programs that never ran)."""
+    if mask.dim() > 2:
+        return ""
     columns = mask.any(dim=0) if mask.dim() == 2 else mask
     indices = columns.nonzero().flatten()
     if not len(indices):
@@ -220,10 +281,19 @@ def _shape_hint(spec, label, got_shape, ref_shape, inputs) -> str:
 
 
 def _matches(got: object, alternative: torch.Tensor, tolerance: Tolerance) -> bool:
-    """Does ``got`` agree with what a mistaken kernel produces (within a loose tolerance)?"""
+    """Does ``got`` agree with what a mistaken kernel produces (within a loose tolerance)?
+    Where the mistake gives NaN or an infinity, ``got`` must hold the same there."""
     if type(got) is not torch.Tensor or tuple(got.shape) != tuple(alternative.shape):
         return False
     loose = Tolerance(atol=4 * tolerance.atol, rtol=4 * tolerance.rtol)
+    finite = torch.isfinite(alternative)
+    if not bool(finite.all()):
+        got64 = got.detach().double()
+        same = all(torch.equal(kind(got64), kind(alternative))
+                   for kind in (torch.isnan, torch.isposinf, torch.isneginf))  # fmt: skip
+        if not same:
+            return False
+        got, alternative = got[finite], alternative[finite]
     verdict = correctness.compare(got, alternative, loose, dtype=got.dtype)
     return verdict.passed
 
@@ -269,6 +339,20 @@ def _softmax_mistakes(inputs, dtype):
         "the output matches a softmax down the columns (dim 0): normalise over each row",
     )
     yield "output", shifted, "the output is exp(x - max) without the division by the row sum"
+    # exp(x) / sum(exp(x)) without the max, computed as a kernel would (float32, or the input
+    # dtype): NaN wherever exp overflowed. Only an output that holds NaN exactly there and is
+    # right elsewhere shows the missing max; NaN from anywhere else is not this fault.
+    for compute in dict.fromkeys((torch.float32, dtype)):
+        numerator = x.to(compute).exp()
+        if bool(torch.isfinite(numerator).all()):
+            continue  # no overflow on these inputs: the mistake gives the right answer
+        yield (
+            "output",
+            (numerator / numerator.sum(dim=-1, keepdim=True)).double(),
+            f"the output is NaN exactly where exp(x) overflows {str(compute)[6:]} and right "
+            "elsewhere: subtract the row max before exponentiating, softmax(x) = "
+            "softmax(x - max(x)) is exact and never overflows",
+        )
 
 
 def _softmax_train_mistakes(inputs, dtype):
@@ -418,7 +502,7 @@ def _add_mistakes(inputs, dtype):
     yield "output", x, "the output is x alone: y was never added"
 
 
-_MISTAKES: dict[str, Callable] = {
+_WRITTEN_HERE: dict[str, Callable] = {
     "add": _add_mistakes,
     "sum": _reduction_mistakes(torch.sum),
     "max": _reduction_mistakes(torch.amax),
@@ -429,3 +513,25 @@ _MISTAKES: dict[str, Callable] = {
     "matmul": _matmul_mistakes,
     "matmul_train": _matmul_train_mistakes,
 }
+
+
+class _Mistakes(Mapping):
+    """op name -> its typical mistakes: those written above, else the ``mistakes`` its
+    definition package keeps (``learning.check.op_data``)."""
+
+    def __getitem__(self, name: str) -> Callable:
+        if name in _WRITTEN_HERE:
+            return _WRITTEN_HERE[name]
+        found = op_data.value(name, "mistakes")
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name in ops.NAMES if name in self])
+
+    def __len__(self) -> int:
+        return len(list(self))
+
+
+_MISTAKES: Mapping[str, Callable] = _Mistakes()

@@ -7,12 +7,19 @@ worker cannot forge. For each op that ``ops.exercises()[exercise]`` lists, it pl
 classic traps (softmax on inputs x100, RMSNorm with a visible eps), and shapes drawn from the
 run's seed: more than 64 rows, fp32 rows wider than
 4096, widths of 1 and primes, GEMM sizes of every kind, rows whose stride is larger than their
-width. The paths of an op's file that only far larger inputs take by themselves (a row walked in
+width; for an op of other named dimensions (attention's ``B x H x N x D``), each dimension by
+its name (ragged sequences, each head dimension the CPU shapes use, batch and head both past
+1). The paths of an op's file that only far larger inputs take by themselves (a row walked in
 chunks, the RMSNorm split backward, a weight gradient split-K leaves whole) are taken on small
 inputs in every dtype: the checker asks the op module's wrappers for them through their own hook
 (``softmax_fwd(x, plan=RowPlan(chunked=True, block_cols=32))``, the plan made by the module's
 ``RowPlan``), or by shape and layout (transposed GEMM operands); a module without the hook gets
-the ordinary call. Every call gets fresh tensors inside NaN guards; some repeat an earlier
+the ordinary call. A path may compare more than the op returns: ``attention_fwd`` is called for
+the log-sum-exp the forward saves, compared at fp32's tolerance. What the checker knows of an op
+beyond its spec (its paths, its strided inputs, its typical mistakes) is in the tables here or,
+for the ops written since, in the op's definition package (``learning.check.op_data``).
+
+Every call gets fresh tensors inside NaN guards; some repeat an earlier
 call's values in new tensors, some pass an earlier call's tensors again, some refill them in
 place with new values (with and without a new version number). The calls of all cases and ops
 run in one shuffled order, many of them, so a kernel that counts its calls, caches by pointer,
@@ -54,7 +61,7 @@ from pathlib import Path
 import torch
 
 from learning import correctness, ops, runtime
-from learning.check import kernel_hints, originality, picture, protocol, traffic
+from learning.check import kernel_hints, op_data, originality, picture, protocol, traffic
 from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
 from learning.check.remote import (
@@ -70,6 +77,7 @@ from learning.check.remote import (
 from learning.check.replay.extract import COURSE_PACKAGE, extract_sources, moved_helper
 from learning.check.replaying import ReplayService, fresh_outputs, kernel_sources
 from learning.check.seeds import SEED_VARIABLE
+from learning.ops.spec import GEMM, ROWS
 
 RECORDS_KERNELS = True  # the runner starts this exercise's worker ready to record launches
 POINTS = 10.0  # an exercise's worth when the course manifest does not say
@@ -78,11 +86,24 @@ _SETTLE_S = 0.02  # how long after the call the worker reads the outputs again
 # One call's time limit (and one replay's): a base, plus a second per this many units of work
 # (elements; a GEMM's M * N * K / 64; twice for a forward and backward). The interpreter runs
 # the reference at about 20 units a millisecond; a first call on a GPU compiles its kernels.
+# Seconds of the course's reference machine: each run multiplies them by this machine's pace
+# (learning.check.pace, Session.scaled).
 _CALL_LIMIT_S = {"cpu": (10.0, 2048), "cuda": (60.0, 1 << 20)}
 _IMPORT_LIMIT_S = 60.0
 _PROBES_PER_OP = 2  # "reads past the end?" reruns, on failures only
 _FILLERS = {False: 26, True: 10}  # extra small calls per op: forward, training
+# The same for ops of named dimensions (attention): under the interpreter even a small call
+# of theirs costs several of a row op's (three kernels, programs per head), and an exercise
+# grades two such ops within its minute.
+_NAMED_FILLERS = {False: 12, True: 4}
 _MANY_ROWS, _MANY_ELEMENTS = 512, 40_000  # the many-rows case: at most, rows and elements
+_LONGEST = 130  # a drawn sequence's length at most: past 128, the largest tile a kernel takes
+# A training op's sequences: at least 8. Over two or three keys the softmax's gradient nearly
+# cancels, and D_i = rowsum(dO * o) taken from the 16-bit o (as every fused backward takes it)
+# misses by more than a tolerance relative to that small gradient: under the interpreter the
+# reference used up to 1.09 of the bfloat16 tolerance at N = 2, and at most 0.53 at N = 5 to 11
+# (20 inputs each, causal and not).
+_SHORTEST_TRAINING = 8
 _ROW_WORK = 8  # a row's program, in elements of work (see _work)
 _FIRST = 4  # the costliest calls go first, so that their replays overlap the other calls
 # A one-value row's RMSNorm gradient is eps-sized (h / |h| does not move with h): no fp32
@@ -102,7 +123,6 @@ class _Special:
     dtypes: tuple[torch.dtype, ...]
     transform: Callable[[dict], dict]
     shape: tuple[int, ...] | None = None  # None: the op's irregular CPU shape
-    scale: float = 1.0  # what the inputs were multiplied by (for the hints)
     bitwise: bool = True  # (c) too; the wide rows take 6 s a replay in the interpreter
 
 
@@ -111,7 +131,7 @@ def _scaled_x(factor: float) -> Callable[[dict], dict]:
 
 
 _LARGE = _Special("large inputs (x100)", "x scaled by 100", (torch.float32, torch.float16),
-                  _scaled_x(100.0), scale=100.0)  # fmt: skip
+                  _scaled_x(100.0))  # fmt: skip
 _EPS = _Special("eps = 0.5 (the argument)", "eps = 0.5", (torch.float32,),
                 lambda values: {**values, "eps": 0.5})
 _SPECIALS: dict[str, tuple[_Special, ...]] = {
@@ -130,6 +150,8 @@ _STRIDED: dict[str, tuple[str, ...]] = {
     "matmul": ("a", "b"), "matmul_train": ("a", "b"),
 }  # fmt: skip
 
+_ONLY_WIDE = ("That path runs by itself only on rows far wider than these (tens of thousands "
+              "of values), which is why no other input shows the fault")
 
 
 @dataclass(frozen=True)
@@ -140,7 +162,12 @@ class _Path:
     ``steps`` call the op module's wrappers in turn (``softmax_fwd(x, plan=...)``), each plan
     made by the module's own plan class from ``plans``: a chunked ``RowPlan`` whose chunk is
     narrower than the drawn rows. A module without that hook gets the ordinary call. Paths
-    without steps are reached by their inputs alone (their ``shape``)."""
+    without steps are reached by their inputs alone (their ``shape``).
+
+    ``outputs`` are the op's outputs, then those named in ``extra``: what a wrapper computes
+    that the op's own call does not return (the attention forward's saved log-sum-exp), each
+    with the float64 function of the inputs that gives it, the dtype it must have (it is
+    compared at that dtype's tolerance) and why, for the hints."""
 
     name: str  # the check's name
     what: str  # what the input runs, for the input line and the hints
@@ -149,6 +176,9 @@ class _Path:
     plans: dict = field(default_factory=dict)
     shape: Callable[[random.Random], tuple[int, ...]] | None = None  # None: a few chunks' rows
     transposed: bool = False  # GEMM operands given as transposed views
+    extra: dict[str, tuple[Callable[..., torch.Tensor], torch.dtype, str]] = field(
+        default_factory=dict)  # fmt: skip
+    alone: str = _ONLY_WIDE  # why no other input shows a fault of this path (the hints)
 
 
 _CHUNK = 32  # columns a forced chunked plan walks per step: rows of 100-400 take 4-13 steps
@@ -228,6 +258,18 @@ _PATHS: dict[str, tuple[_Path, ...]] = {
               "tiles than split-K takes", shape=_gemm_sizes(129, 170)),
     ),
 }
+
+
+def _paths(spec: ops.OpSpec) -> tuple[_Path, ...]:
+    """The op's paths: the table above, or those its definition package keeps (op_data)."""
+    if spec.name in _PATHS:
+        return _PATHS[spec.name]
+    return tuple(_Path(**entry) for entry in op_data.value(spec.name, "PATHS", ()))
+
+
+def _strided(spec: ops.OpSpec) -> tuple[str, ...]:
+    return _STRIDED.get(spec.name) or tuple(op_data.value(spec.name, "STRIDED", ()))
+
 
 _PROPERTIES = {
     "own": "runs your own Triton kernels",
@@ -378,9 +420,26 @@ def _width(rng: random.Random, high: int, low: int = 1) -> int:
     return value + 1 if kind == 2 and value & (value - 1) == 0 else value
 
 
+def _named_shape(spec: ops.OpSpec, rng: random.Random, *, counts: tuple[int, int] = (1, 2),
+                 longest: int = _LONGEST, shortest: int = 1) -> tuple[int, ...]:  # fmt: skip
+    """A shape of named dimensions that are neither rows nor a GEMM's (attention's
+    B x H x N x D), each drawn by its name: a sequence ``N`` ragged (``shortest``, a prime or
+    any, up to ``longest``), a head dimension ``D`` one of those the op's CPU shapes use (the
+    kernels are built for a few), any other (batches, heads) a count in ``counts``."""
+    shape = []
+    for index, name in enumerate(spec.shape_names):
+        if name == "N":
+            shape.append(_width(rng, longest, shortest))
+        elif name == "D":
+            shape.append(rng.choice(sorted({cpu[index] for cpu in spec.cpu_shapes})))
+        else:
+            shape.append(rng.randint(*counts))
+    return tuple(shape)
+
+
 def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
     cases: list[_Case] = []
-    strided = _STRIDED.get(spec.name, ())
+    strided = _strided(spec)
     low = _MIN_WIDTH.get(spec.name, 1)
 
     def case(check: str, shape, dtype, pads=None, special=None, path=None) -> _Case:
@@ -404,10 +463,15 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         for dtype in special.dtypes:
             made = case(special.name, special.shape or irregular, dtype, special=special)
             made.calls[0].bitwise = special.bitwise
-    for path in _PATHS.get(spec.name, ()):  # every dtype, rows further apart than their width
+    named = spec.shape_names not in (ROWS, GEMM)  # attention's B x H x N x D: _named_shape
+    for path in _paths(spec):  # every dtype, rows further apart than their width
         for dtype in spec.dtypes:
-            shape = path.shape(rng) if path.shape else (
-                rng.randint(2, 6), rng.choice(_primes(3 * _CHUNK + 1, 400)))  # fmt: skip
+            if path.shape:
+                shape = path.shape(rng)
+            elif named:
+                shape = _named_shape(spec, rng)
+            else:  # a few chunks' rows
+                shape = (rng.randint(2, 6), rng.choice(_primes(3 * _CHUNK + 1, 400)))
             made = case(path.name, shape, dtype, pads(), path=path)
             if path.transposed:
                 made.transposed = rng.choice((("a",), ("b",), ("a", "b")))
@@ -420,6 +484,23 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
             case("drawn sizes", shape, pick())
         case("strided operands", sizes(64), pick(), pads())
         small = lambda: sizes(24 if spec.training else 40)  # noqa: E731
+    elif named:
+        # A training call costs about four forwards, and the CPU shapes are long already.
+        longest = _LONGEST // 2 if spec.training else _LONGEST
+        shortest = _SHORTEST_TRAINING if spec.training else 1
+
+        def drawn(**how) -> tuple[int, ...]:
+            return _named_shape(spec, rng, shortest=shortest, **{"longest": longest, **how})
+
+        for _ in range(2):
+            case("drawn shapes", drawn(), pick())
+        # Batch and head both past 1 (neither CPU shape has both): where a head starts is
+        # b * stride_b + h * stride_h, and a kernel that mixes the two up shows only here.
+        case("batches and heads", drawn(counts=(2, 3), longest=longest // 3), pick())
+        case("fewer than 16 in a sequence", drawn(longest=15), pick())
+        if strided:
+            case("strided rows", drawn(longest=longest // 2), pick(), pads())
+        small = lambda: drawn(longest=max(shortest, longest // 4))  # noqa: E731
     else:
         # Many rows, drawn from a range no fixed count covers, at a width where the answer
         # depends on the input (a softmax one column wide is 1.0 whatever the input, so it
@@ -446,7 +527,8 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         refill = _Call(base, 4, "refill", source=first, after=(first,), release=True)
         quiet = _Call(base, 5, "refill_quiet", source=again, after=(same,), release=True)
         base.calls += [again, same, refill, quiet]
-    for _ in range(_FILLERS[spec.training]):  # many calls: a kernel that counts them stops
+    fillers = (_NAMED_FILLERS if named else _FILLERS)[spec.training]
+    for _ in range(fillers):  # many calls: a kernel that counts them stops
         filler = case("repeated calls", small(), pick(),
                       pads() if strided and rng.random() < 0.5 else None)  # fmt: skip
         filler.calls[0].bitwise = False
@@ -461,6 +543,23 @@ def _path_request(case: _Case) -> dict:
         return {}
     return {"path": {"plans": path.plans, "steps": list(path.steps),
                      "outputs": list(path.outputs)}}  # fmt: skip
+
+
+def _extra(case: _Case) -> dict:
+    """The outputs the case's path compares beyond the op's: none where the module had no hook
+    for the path and the ordinary call ran."""
+    path = case.path
+    return dict(path.extra) if path is not None and case.fallback is None else {}
+
+
+def _expected_of(case: _Case, values: dict) -> tuple:
+    """The float64 oracle's outputs for ``values``, then the path's extra outputs."""
+    expected = case.spec.expected(values)
+    extra = _extra(case)
+    if not extra:
+        return expected
+    as64 = {k: v.detach().double() if torch.is_tensor(v) else v for k, v in values.items()}
+    return (*expected, *(oracle(**as64) for oracle, _, _ in extra.values()))
 
 
 def _schedule(calls: list[_Call], rng: random.Random) -> list[_Call]:
@@ -492,8 +591,10 @@ def _work(case: _Case) -> int:
     milliseconds a program), twice for a forward and backward."""
     if case.spec.is_gemm:
         size = case.shape[0] * case.shape[1] * (case.shape[2] // 64 + 1)
-    else:
+    elif case.spec.shape_names == ROWS:
         size = case.shape[0] * case.shape[1] + _ROW_WORK * case.shape[0]
+    else:
+        size = math.prod(case.shape)
     return size * (2 if case.spec.training else 1)
 
 
@@ -512,10 +613,13 @@ def _placed(value: torch.Tensor, pad: int, fill: float = float("nan"),
     if transposed:
         return _placed(value.T, pad, fill).T
     value = value.detach()
-    if value.dim() == 2 and pad:
-        rows, cols = value.shape
-        stride = (cols + pad, 1)
-        span = (rows - 1) * stride[0] + cols if rows else 0
+    if value.dim() >= 2 and pad:  # rows of the last dimension, width + pad apart
+        stride = [1, value.shape[-1] + pad]
+        for size in reversed(value.shape[1:-1]):
+            stride.append(stride[-1] * size)
+        stride = tuple(reversed(stride))
+        span = sum((size - 1) * step for size, step in zip(value.shape, stride, strict=True)) + 1
+        span = span if value.numel() else 0
     else:
         stride = torch.empty(value.shape).stride()
         span = value.numel()
@@ -587,7 +691,8 @@ class _Exercise:
             # the reference functions whose traffic the traffic checks compare with.
             shown = {op.spec.name: traffic.representative(op.cases) for op in self.ops}
             shown = {k: v for k, v in shown.items() if v is not None and self.device == "cpu"}
-            service = ReplayService(self.session, bundle, self.device, self.limits[0],
+            service = ReplayService(self.session, bundle, self.device,
+                                    self.session.scaled(self.limits[0]),
                                     references=tuple(shown))  # fmt: skip
             service.start()
             self._service = service
@@ -625,8 +730,9 @@ class _Exercise:
         module = RemoteModule(self.session, f"{self.impl}.{spec.module}")
         loaded = module.load(_IMPORT_LIMIT_S)
         where = f"could not import {spec.function} from {self.impl}.{spec.module}"
+        limit = self.session.scaled(_IMPORT_LIMIT_S)
         if loaded.timed_out:
-            op.import_error = f"{where}: the import did not finish within {_IMPORT_LIMIT_S:g} s"
+            op.import_error = f"{where}: the import did not finish within {limit:g} s"
             return
         if loaded.error is not None:
             op.import_error = f"{where}: {type(loaded.error).__name__}: {loaded.error}"
@@ -637,7 +743,7 @@ class _Exercise:
         try:
             exists, is_callable, _ = module.attribute(spec.function, _IMPORT_LIMIT_S)
         except CallTimedOut:
-            op.import_error = f"{where}: looking it up did not finish within {_IMPORT_LIMIT_S:g} s"
+            op.import_error = f"{where}: looking it up did not finish within {limit:g} s"
             return
         except Exception as error:  # the module's own __getattr__ raised (revived here)
             op.import_error = f"{where}: {type(error).__name__}: {error}"
@@ -703,7 +809,8 @@ class _Exercise:
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
             if replayable and picture.worth_drawing(op.cases, outputs):
-                call.picture_replay = service.submit(trace, described, values, self._limit(case),
+                call.picture_replay = service.submit(trace, described, values,
+                                                     self._replay_limit(case),
                                                      owners=True)  # fmt: skip
             return
         if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
@@ -725,15 +832,20 @@ class _Exercise:
                      "whatever reads the output next can read it before it is written. Launch "
                      "on the current stream")  # fmt: skip
         call.hidden = self._draw(call, "hidden")
-        limit = self._limit(case)
+        limit = self._replay_limit(case)
         call.hidden_replay = service.submit(trace, described, call.hidden, limit)
         call.given_request = (trace, described, values, limit)
         if call.how == "first" and call.bitwise:
             call.given_replay = service.submit(*call.given_request)
 
     def _limit(self, case: _Case) -> float:
+        """One call's limit in seconds of the reference machine (the session scales what it
+        asks the worker; :meth:`_replay_limit` is this machine's, for the replay process)."""
         base, per_second = self.limits
         return float(math.ceil(base + _work(case) / per_second))
+
+    def _replay_limit(self, case: _Case) -> float:
+        return self.session.scaled(self._limit(case))
 
     def _ask(self, request: dict, context: str, case: _Case) -> dict | None:
         try:
@@ -792,13 +904,27 @@ class _Exercise:
     def _expected(self, call: _Call, values: dict) -> tuple:
         if call.how in ("again", "same") and call.source.expected is not None:
             return call.source.expected
-        return call.case.spec.expected(values)
+        return _expected_of(call.case, values)
 
     def _compare(self, case: _Case, outputs, expected) -> list[correctness.Verdict]:
-        return correctness.compare_all(
-            outputs, expected, case.spec.tolerances[case.dtype], dtype=case.dtype,
-            labels=correctness.output_labels(case.spec),
-        )  # fmt: skip
+        labels, extra = correctness.output_labels(case.spec), _extra(case)
+        tolerance = case.spec.tolerances[case.dtype]
+        if not extra or len(outputs) != len(expected):
+            return correctness.compare_all(outputs, expected, tolerance, dtype=case.dtype,
+                                           labels=(*labels, *extra))  # fmt: skip
+        own = len(labels)
+        verdicts = correctness.compare_all(outputs[:own], expected[:own], tolerance,
+                                           dtype=case.dtype, labels=labels)  # fmt: skip
+        for (label, (_, dtype, _)), got, want in zip(extra.items(), outputs[own:], expected[own:],
+                                                  strict=True):  # fmt: skip
+            if type(got) is torch.Tensor and got.dtype != dtype:  # not "the input's dtype"
+                verdicts.append(correctness.Verdict(False, f"{label} has dtype "
+                                                    f"{ops.dtype_name(got.dtype)}; expected "
+                                                    f"{ops.dtype_name(dtype)}"))  # fmt: skip
+                continue
+            verdicts.append(correctness.compare(got, want, case.spec.tolerances[dtype],
+                                                dtype=dtype, label=label))  # fmt: skip
+        return verdicts
 
     def _context(self, call: _Call) -> str:
         case = call.case
@@ -867,12 +993,14 @@ class _Exercise:
         forced = case.path is not None and bool(case.path.steps) and case.fallback is None
         if forced:
             hints.append(_path_hint(case.path, reply))
-        if call.how == "first":
+        stride = kernel_hints.steps_by_width(spec, outputs, expected, dtype=case.dtype,
+                                             pads=case.pads)  # fmt: skip
+        if call.how == "first" and not stride:
             hints += self._reads_past_the_end(call, op, outputs)
         hints += kernel_hints.explain(
             spec, values, outputs, expected, verdicts, dtype=case.dtype,
-            scale=case.special.scale if case.special else 1.0, start_here=op.start_here,
-            pads=case.pads,
+            start_here=op.start_here, pads=case.pads,
+            extra={label: (dtype, why) for label, (_, dtype, why) in _extra(case).items()},
         )  # fmt: skip
         message = _message(context, verdicts, hints)
         if "this exercise is not done yet" in message and not forced:
@@ -983,7 +1111,7 @@ class _Exercise:
         if hidden.inputs_changed:
             op.fault("inputs", f"{context}\n{hidden.inputs_changed[0]}: kernels must not write "
                      "to their inputs; store into a new output tensor")  # fmt: skip
-        expected = case.spec.expected(call.hidden)
+        expected = _expected_of(case, call.hidden)
         verdicts = self._compare(case, hidden.outputs, expected)
         if hidden.unwritten or not all(v.passed for v in verdicts):
             detail = hidden.unwritten[:1] or [v.reason for v in verdicts if not v.passed][:1]
@@ -1036,9 +1164,8 @@ class _Exercise:
             for key, title in _REPORTS.items():
                 message = blocked or op.reports.get(key, "")
                 results.append(CheckResult(f"{op.spec.name} {title}", not message, 0.0, message))
-            reference = self.references.get(op.spec.name)
             results.append(traffic.check(op.spec, op.cases, traffic.checked(
-                reference.result() if reference is not None else None), op.labels, blocked))
+                self._reference_traffic(op)), op.labels, blocked))
         verdict = self._not_yours(bundle_error)
         if verdict:
             results = [
@@ -1047,6 +1174,15 @@ class _Exercise:
                 for r in results
             ]  # fmt: skip
         return results
+
+    def _reference_traffic(self, op: _Op) -> dict | None:
+        """The reference's traffic for the op's message, or None: a replay still waiting when
+        the service closed was cancelled (no call of the op was replayed, as when it is not
+        done yet, so nothing waited for it), and only a comparison in a message is lost."""
+        reference = self.references.get(op.spec.name)
+        if reference is None or reference.cancelled():
+            return None
+        return reference.result()
 
     def _not_yours(self, bundle_error: str | None) -> str | None:
         if bundle_error:
@@ -1126,9 +1262,7 @@ def _path_hint(path: _Path, reply: dict) -> str:
     a hint)."""
     names = [name.rpartition("::")[2] for name in _launched(reply.get("trace"))]
     ran = f"it launched {', '.join(names)}" if names else "it launched no Triton kernel"
-    return (f"this input took {path.what}; {ran}. That path runs by itself only on rows far "
-            "wider than these (tens of thousands of values), which is why no other input "
-            "shows the fault: look at the kernel that path launches")  # fmt: skip
+    return f"this input took {path.what}; {ran}. {path.alone}: look at the kernel it launches"
 
 
 def _message(context: str, verdicts, hints: list[str]) -> str:

@@ -43,6 +43,8 @@ def wrong_elements(actual: torch.Tensor, expected: torch.Tensor, tolerance) -> t
 def _as_2d(tensor: torch.Tensor) -> torch.Tensor:
     if tensor.dim() == 1:
         return tensor.reshape(-1, 1)  # one value a row (sum, max): a column
+    if tensor.dim() > 2:  # rows of the last dimension (attention's query rows of every head)
+        return tensor.reshape(-1, tensor.shape[-1])
     return tensor.reshape(tensor.shape[0], -1) if tensor.dim() else tensor.reshape(1, 1)
 
 

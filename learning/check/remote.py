@@ -10,7 +10,9 @@ here: past it the process group is killed, the request fails with the limit in i
 and the next request starts a fresh process.
 
 :class:`Session` is one exercise run: the run seed (which only this side knows), the worker
-for the learner's code, the deadline for the whole exercise. :class:`RemoteModule` is the
+for the learner's code, the deadline for the whole exercise, and the machine's pace measured
+once (:mod:`learning.check.pace`), which every request's limit is multiplied by: the limits
+the checks name are seconds on the course's reference machine. :class:`RemoteModule` is the
 learner's module as the checks call it: ``module.call("speedup", 10.0, 5.0)`` sends the
 request and returns an :class:`Outcome` built from the decoded reply.
 """
@@ -18,6 +20,7 @@ request and returns an :class:`Outcome` built from the decoded reply.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import signal
 import subprocess
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from learning.check import forkserver, protocol
+from learning.check import forkserver, pace, protocol
 from learning.check.seeds import run_seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -326,21 +329,25 @@ class Session:
     """One exercise run on the checker's side: its seed, its worker and its deadline.
 
     ``seed`` is the caller's (the grader passes its own), else ``LEARNING_CHECK_SEED``, else a
-    fresh one. ``time_limit_s`` bounds the whole run: a request that would outlast it raises
-    :class:`TimeUp`. ``kernels`` makes the worker ready to record Triton launches.
-    ``copies_allowed`` lets kernels copied from the reference earn points (the course's own
-    tests, which grade the reference's kernels under another package's name).
+    fresh one. ``time_limit_s`` bounds the whole run, in seconds of this machine (the caller
+    scales it): a request that would outlast it raises :class:`TimeUp`. ``slowdown`` is what
+    each request's limit (and the worker's start-up limit) is multiplied by: by default the
+    machine's pace, measured now (:func:`learning.check.pace.slowdown`). ``kernels`` makes
+    the worker ready to record Triton launches. ``copies_allowed`` lets kernels copied from the
+    reference earn points (the course's own tests, which grade the reference's kernels under
+    another package's name).
     """
 
     def __init__(self, exercise: str, impl: str = "exercises", *,
                  extra_path: Sequence[Path | str] = (), seed: int | None = None,
                  time_limit_s: float | None = None, kernels: bool = False,
-                 copies_allowed: bool = False):  # fmt: skip
+                 copies_allowed: bool = False, slowdown: float | None = None):  # fmt: skip
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
         self.exercise, self.impl = exercise, impl
         self.extra_path = tuple(extra_path)
         self.seed = seed if seed is not None else run_seed(2**31)
+        self.slowdown = pace.slowdown() if slowdown is None else max(1.0, slowdown)
         self.time_limit_s = time_limit_s
         self._deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
         self.kernels = kernels
@@ -355,10 +362,17 @@ class Session:
     def time_left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
 
+    def scaled(self, limit_s: float) -> float:
+        """A limit in seconds of the reference machine, in seconds of this one now (rounded up
+        to a tenth, so that a message quotes it plainly)."""
+        return math.ceil(limit_s * self.slowdown * 10) / 10
+
     def ask(self, message: dict, limit_s: float) -> dict:
-        """The worker's reply to ``message``, within ``limit_s`` and the exercise's deadline:
-        :class:`CallTimedOut`, :class:`ProcessDied` (a reply that is not plain data too) or
-        :class:`TimeUp` otherwise."""
+        """The worker's reply to ``message``, within ``limit_s`` (seconds of the reference
+        machine, :meth:`scaled` here) and the exercise's deadline: :class:`CallTimedOut`,
+        :class:`ProcessDied` (a reply that is not plain data too) or :class:`TimeUp`
+        otherwise."""
+        limit_s = self.scaled(limit_s)
         if not self.worker.running:
             self._start()
         left = self.time_left()
@@ -379,12 +393,13 @@ class Session:
         left = self.time_left()
         if left is not None and left <= 0:
             raise TimeUp(self.time_limit_s, self.worker.log_tail())
-        limit = STARTUP_LIMIT_S if left is None else min(STARTUP_LIMIT_S, left)
+        startup = self.scaled(STARTUP_LIMIT_S)
+        limit = startup if left is None else min(startup, left)
         self.starts += 1
         try:
             self.worker.start(limit)
         except CallTimedOut:
-            if limit < STARTUP_LIMIT_S:
+            if limit < startup:
                 raise TimeUp(self.time_limit_s, self.worker.log_tail()) from None
             message = f"it did not start within {limit:g} s"
             raise ProcessDied(message, self.worker.log_tail()) from None

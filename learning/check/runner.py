@@ -6,7 +6,16 @@ never imports the learner's code: every call into it is a request to a worker pr
 they computed themselves. Every :class:`~learning.check.model.CheckResult` is built on this
 side, so nothing the learner's code does (print, raise, patch, forge, crash, hang) reaches a
 verdict: a mistake is a failed check with a message, never a traceback from the checker. The
-manifest's time limit bounds the whole exercise.
+manifest's time limit bounds the whole exercise. It, and every limit inside the checks, is in
+seconds of the course's reference machine: the run measures this machine's pace once
+(:mod:`learning.check.pace`) and multiplies them all by it, so that a slow or loaded machine
+does not cost an honest kernel its points.
+
+A check module that fails by itself (it raises, or returns something other than its results)
+is a fault of the checker, not of the learner's code: the run is done again once, from fresh
+processes and with the same seed; a second failure makes the report ``incomplete``, which the
+CLI and the grader say as such (a status of its own and an exit status of 3), never as a quiet
+0 points.
 
 The lesson's journal is read here too and reported without points: which of its prompts hold
 an answer in the learner's own words (:mod:`learning.check.journal`).
@@ -15,6 +24,7 @@ an answer in the learner's own words (:mod:`learning.check.journal`).
 from __future__ import annotations
 
 import importlib
+import math
 import time
 import traceback
 from collections.abc import Sequence
@@ -22,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
-from learning.check import forkserver, integrity
+from learning.check import forkserver, integrity, pace
 from learning.check.journal import JournalStatus, journal_status
 from learning.check.model import CheckResult
 from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
+from learning.check.seeds import run_seed
 from learning.check.worker import one_thread_while
 
 IMPLEMENTATIONS = ("exercises", "reference")
@@ -49,16 +60,18 @@ class ExerciseReport:
     max_points: float
     journal: JournalStatus | None  # None while the exercise's lesson is not written yet
     elapsed_s: float
+    incomplete: bool = False  # the check module failed twice: not graded, not 0 points
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(check.passed for check in self.checks)
+        return not self.incomplete and bool(self.checks) and all(c.passed for c in self.checks)
 
     def as_dict(self) -> dict:
         return {
             "exercise": self.exercise,
             "impl": self.impl,
             "passed": self.passed,
+            "incomplete": self.incomplete,
             "points": self.points,
             "max_points": self.max_points,
             "checks": [check.as_dict() for check in self.checks],
@@ -98,7 +111,16 @@ def check_exercise(
     exercise = manifest.exercise(name)
     limit = exercise.time_limit_s if time_limit_s is None else time_limit_s
     started = time.perf_counter()
-    checks = _run_checks(exercise, impl, extra_path, limit, seed, reference_copies)
+    slowdown = pace.slowdown()  # once a run, before any process of the checks starts
+    seed = run_seed(2**31) if seed is None else seed  # the same for a run done again
+    with integrity.hidden():  # the seed and the verdicts out of the worker's reach (/proc)
+        for _ in range(2):  # a second run only when the check module failed by itself
+            checks, fault = _run_checks(exercise, impl, extra_path, limit, seed,
+                                        reference_copies, slowdown)  # fmt: skip
+            if fault is None:
+                break
+    if fault is not None:
+        checks = [_check_module_failure(exercise, fault)]
     elapsed = time.perf_counter() - started
     earned = sum(check.earned for check in checks)
     possible = sum(check.max_points for check in checks)
@@ -112,6 +134,7 @@ def check_exercise(
         max_points=exercise.points,
         journal=journal_status(manifest_module.ROOT / lesson.journal) if lesson else None,
         elapsed_s=elapsed,
+        incomplete=fault is not None,
     )
 
 
@@ -122,16 +145,20 @@ def _run_checks(
     limit_s: float,
     seed: int | None,
     reference_copies: bool = False,
-) -> list[CheckResult]:
-    """The check module's results, built here; whatever the learner's code does in the worker
-    (a crash while its module imports, the whole time limit spent) is a failed check."""
+    slowdown: float = 1.0,
+) -> tuple[list[CheckResult], Exception | None]:
+    """The check module's results, built here, or the error it failed with by itself;
+    whatever the learner's code does in the worker (a crash while its module imports, the
+    whole time limit spent) is a failed check. ``limit_s`` is in seconds of the reference
+    machine; ``slowdown`` multiplies it and every limit the checks ask the session for."""
     try:
         module = importlib.import_module(exercise.check)
     except Exception as error:  # the manifest names a check module that does not import
-        return [_check_module_failure(exercise, error)]
-    session = Session(exercise.name, impl, extra_path=extra_path, seed=seed, time_limit_s=limit_s,
+        return [], error
+    session = Session(exercise.name, impl, extra_path=extra_path, seed=seed,
+                      time_limit_s=math.ceil(limit_s * slowdown * 10) / 10,
                       kernels=getattr(module, "RECORDS_KERNELS", False),
-                      copies_allowed=reference_copies)  # fmt: skip
+                      copies_allowed=reference_copies, slowdown=slowdown)  # fmt: skip
     # The worker runs as this process's user: what it could leave behind (a process outside
     # its group, a changed file that a later process of the checker would load) is looked for
     # once it has ended (learning.check.integrity).
@@ -139,7 +166,7 @@ def _run_checks(
     own_children = set(integrity.children())
     on_disk = integrity.snapshot(exclude=_learner_folders(impl, extra_path))
     try:
-        results = _grade(module, exercise, impl, session)
+        results, error = _grade(module, exercise, impl, session)
     finally:
         session.close()
         # the process servers the checker started meanwhile are its own (forkserver)
@@ -154,8 +181,8 @@ def _run_checks(
         )
         return [CheckResult(r.name, False, r.max_points, reason) for r in results] or [
             CheckResult("check process", False, exercise.points, reason)
-        ]
-    return results
+        ], None
+    return results, error
 
 
 def _learner_folders(impl: str, extra_path: Sequence[Path | str]) -> list[Path]:
@@ -163,7 +190,10 @@ def _learner_folders(impl: str, extra_path: Sequence[Path | str]) -> list[Path]:
     return [manifest_module.ROOT / impl, *(Path(folder) / impl for folder in extra_path)]
 
 
-def _grade(module, exercise, impl: str, session: Session) -> list[CheckResult]:
+def _grade(
+    module, exercise, impl: str, session: Session
+) -> tuple[list[CheckResult], Exception | None]:
+    """The check module's results, or no results and the error it failed with by itself."""
     try:
         with one_thread_while():
             results = module.run(exercise.name, impl, session=session)
@@ -173,23 +203,26 @@ def _grade(module, exercise, impl: str, session: Session) -> list[CheckResult]:
             "the code it ran never returned: look for a loop whose condition never changes, or "
             "a wait that nothing ends"
         )
-        return [_process_failure(exercise, reason, stopped.log_tail)]
+        return [_process_failure(exercise, reason, stopped.log_tail)], None
     except ProcessDied as died:  # while the learner's module was imported: nothing to grade
-        return [_process_failure(exercise, died.reason, died.log_tail)]
+        return [_process_failure(exercise, died.reason, died.log_tail)], None
     except Exception as error:  # a fault in the check module, not in the learner's code
-        return [_check_module_failure(exercise, error)]
+        return [], error
     if not isinstance(results, list) or not all(type(r) is CheckResult for r in results):
-        error = TypeError(f"{exercise.check}.run did not return a list of CheckResult")
-        return [_check_module_failure(exercise, error)]
-    return results
+        return [], TypeError(f"{exercise.check}.run did not return a list of CheckResult")
+    return results, None
 
 
 def _check_module_failure(exercise: manifest_module.Exercise, error: Exception) -> CheckResult:
+    """The one result of a run whose check module failed twice (the second time on fresh
+    processes): ``error`` is the second failure's."""
     frames = traceback.format_exception(error, limit=-3)
     message = (
-        f"the check module {exercise.check} failed before it could grade everything: "
+        f"the check module {exercise.check} failed twice, the second time on fresh processes, "
+        "before it could grade everything: "
         f"{type(error).__name__}: {error}\n"
-        "This is most likely a fault in the checks, not in your code; report it with:\n"
+        "This is a fault in the checks, not in your code: the exercise is not graded "
+        "(incomplete, not 0 points). Check it again; if it fails again, report it with:\n"
         + "".join(frames).rstrip()
     )
     return CheckResult("check module", passed=False, max_points=exercise.points, message=message)

@@ -12,8 +12,6 @@ function decides whether a submission's kernel is correct.
 
 from __future__ import annotations
 
-import inspect
-import os
 import re
 import shutil
 import tempfile
@@ -22,7 +20,6 @@ from pathlib import Path
 
 from learning import manifest as manifest_module
 from learning.check.runner import ExerciseReport, check_exercise
-from learning.check.seeds import SEED_VARIABLE
 
 PACKAGE = "submitted_exercises"
 _ABSOLUTE_IMPORT = re.compile(r"^(\s*(?:from|import)\s+)exercises(?=[\s.])", re.MULTILINE)
@@ -52,28 +49,10 @@ def check_submission(
             renamed = _ABSOLUTE_IMPORT.sub(rf"\g<1>{PACKAGE}", text)
             if renamed != text:
                 module.write_text(renamed, encoding="utf-8")
-        report = _check(exercise, PACKAGE, [scratch], manifest, seed)
+        # the seed as an argument, never in the environment: learner code could read that
+        report = check_exercise(exercise, PACKAGE, extra_path=[scratch], manifest=manifest,
+                                seed=seed)  # fmt: skip
     return _as_submitted(report, scratch)
-
-
-def _check(exercise, package, extra_path, manifest, seed: int | None) -> ExerciseReport:
-    """``check_exercise`` with ``seed``: its keyword where it has one, otherwise the variable
-    its check process reads (``LEARNING_CHECK_SEED``), set for this call only."""
-    if seed is None:
-        return check_exercise(exercise, package, extra_path=extra_path, manifest=manifest)
-    if "seed" in inspect.signature(check_exercise).parameters:
-        return check_exercise(
-            exercise, package, extra_path=extra_path, manifest=manifest, seed=seed
-        )
-    before = os.environ.get(SEED_VARIABLE)
-    os.environ[SEED_VARIABLE] = str(seed)
-    try:
-        return check_exercise(exercise, package, extra_path=extra_path, manifest=manifest)
-    finally:
-        if before is None:
-            os.environ.pop(SEED_VARIABLE, None)
-        else:
-            os.environ[SEED_VARIABLE] = before
 
 
 def _as_submitted(report: ExerciseReport, scratch: str) -> ExerciseReport:
@@ -88,7 +67,10 @@ def _as_submitted(report: ExerciseReport, scratch: str) -> ExerciseReport:
 
 
 def summary(report: ExerciseReport) -> str:
-    """One line: points, and the names of the checks that failed."""
+    """One line: points, and the names of the checks that failed (or that it is not graded:
+    the checker failed twice on it)."""
+    if report.incomplete:
+        return f"{report.exercise}: not graded (incomplete: the checker failed twice)"
     failed = [check.name for check in report.checks if not check.passed]
     line = f"{report.exercise}: {report.points:g}/{report.max_points:g} points"
     return f"{line}; failed: {', '.join(failed)}" if failed else line

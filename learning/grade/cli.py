@@ -2,17 +2,28 @@
 
 Every input is checked before any grading starts: a missing folder or an output that cannot be
 written ends as one line on stderr, exit status 2, and nothing written. The work is
-:func:`learning.grade.grade_submissions`; the files are written last, each all at once.
+:func:`learning.grade.grade_submissions`; the files are written last, each all at once. A
+learner whose grade is incomplete (an exercise's check module failed twice, a fault of the
+checker) is marked so in the CSV, left out of the gradebook, named on stderr, and makes the
+exit status 3: grade again.
 
 The seed the checks (and ``--retime``) used is written beside the CSV, in ``<output>.run.json``
-(``grades.csv`` -> ``grades.run.json``), with the command line: ``--seed`` with that number
-grades the same inputs again. Without ``--seed`` each run draws a secret one.
+(``grades.csv`` -> ``grades.run.json``), once every learner's code has run: ``--seed-stdin <
+grades.run.json`` grades the same inputs again. Without it each run draws a secret one.
+
+The seed decides the hidden inputs, so learner code must never read it. It is never on the
+command line (``/proc/PID/cmdline`` is readable by every process on the machine) or in the
+environment: ``--seed N`` is refused, and ``--seed-stdin`` reads it before any grading, then
+puts ``/dev/null`` where stdin was. The process is marked not dumpable first, so the learners'
+processes (its descendants, of the same user) cannot read its memory or open files through
+``/proc`` (:func:`learning.check.integrity.hidden`).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import getpass
 import json
 import os
 import secrets
@@ -20,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from learning.check import integrity
 from learning.grade.grades import (
     GradeInputError,
     find_submissions,
@@ -31,7 +43,8 @@ from learning.grade.output import write_atomic_text, write_csv, write_feedback, 
 from learning.grade.retime import RetimeOptions
 
 PROG = "python -m learning.grade"
-SEED_BOUND = 2**31
+EXIT_INCOMPLETE = 3  # some learner's grade is incomplete: the CSV says which
+SEED_BOUND = 2**63  # a drawn seed: too many to try each against a seed derived from it
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,11 +73,13 @@ def _parser() -> argparse.ArgumentParser:
         help="grade this exercise (repeat for more; default: the manifest's lessons' exercises)",
     )
     parser.add_argument(
-        "--seed",
-        type=int,
-        help="the instructor's seed for every check and re-timing (default: a fresh secret one, "
-        "written to <output>.run.json)",
+        "--seed-stdin",
+        action="store_true",
+        help="read the instructor's seed for every check and re-timing from stdin: a whole "
+        "number, or an earlier run's <output>.run.json (default: a fresh secret one, written "
+        "to <output>.run.json). Never on the command line: every process can read that",
     )
+    parser.add_argument("--seed", metavar="N", help=argparse.SUPPRESS)  # refused, with why
     parser.add_argument(
         "--retime",
         action="store_true",
@@ -88,6 +103,43 @@ def _parser() -> argparse.ArgumentParser:
         "--retime-dir", type=Path, help="keep the instructor's re-timed reports here"
     )
     return parser
+
+
+def read_seed(stream) -> int:
+    """The seed on ``stream``: a whole number below :data:`SEED_BOUND`, or a run record (JSON
+    with a ``seed``). At a terminal it is asked for and not echoed. When ``stream`` is this
+    process's stdin, ``/dev/null`` takes its place: a file or pipe it came from is no longer
+    open here for anyone to read through ``/proc``."""
+    try:
+        text = getpass.getpass("seed: ") if stream.isatty() else stream.read(1 << 20)
+    finally:
+        _forget(stream)
+    text = text.strip()
+    value = text
+    if text.startswith("{"):
+        try:
+            value = json.loads(text).get("seed")
+        except (ValueError, AttributeError):
+            raise GradeInputError("--seed-stdin: stdin holds no readable run record") from None
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_BOUND:
+        raise GradeInputError(
+            f"--seed-stdin: stdin must hold a whole number below 2**63 or a run record; "
+            f"got {len(text)} characters that are neither"
+        )
+    return value
+
+
+def _forget(stream) -> None:
+    try:
+        if stream.fileno() != 0:
+            return
+    except (OSError, ValueError):  # not a file (a test's StringIO)
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def run_record_path(output: Path) -> Path:
@@ -116,6 +168,13 @@ def _check_output_file(path: Path, what: str) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
+    if args.seed is not None:
+        raise GradeInputError(
+            "--seed N is refused: a command line can be read by every process on this machine "
+            "(/proc/PID/cmdline), the learners' code among them, and the seed decides the "
+            "checks' hidden inputs. Give it on stdin: --seed-stdin < grades.run.json (or a file "
+            "holding the number)"
+        )
     find_submissions(args.submissions)
     release = load_release(args.release)
     for name in args.exercises or ():
@@ -124,8 +183,6 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise GradeInputError(f"unknown exercise {name!r}; for example {choices}")
     _check_output_file(args.output, "--output")
     _check_output_file(run_record_path(args.output), "--output's run record")
-    if args.seed is not None and not 0 <= args.seed < SEED_BOUND:
-        raise GradeInputError(f"--seed must be between 0 and {SEED_BOUND - 1}, got {args.seed}")
     if args.retime_timeout <= 0:
         raise GradeInputError(f"--retime-timeout must be positive, got {args.retime_timeout:g}")
     if args.retime_dir is not None:
@@ -157,9 +214,14 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    seed = args.seed if args.seed is not None else secrets.randbelow(SEED_BOUND)
+    with integrity.hidden():  # before the seed is read: see the module docstring
+        return _grade(args, argv)
+
+
+def _grade(args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
         check_arguments(args)
+        seed = read_seed(sys.stdin) if args.seed_stdin else secrets.randbelow(SEED_BOUND)
         retime = None
         if args.retime:
             retime = RetimeOptions(
@@ -183,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "seed": seed,
         "command": [PROG, *(sys.argv[1:] if argv is None else argv)],
-        "replay": f"{PROG} ... --seed {seed}",
+        "replay": f"{PROG} ... --seed-stdin < {run_record_path(args.output).name}",
         "graded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "learners": len(grades),
     }
@@ -194,7 +256,14 @@ def main(argv: list[str] | None = None) -> int:
         write_gradebook(grades, args.gradebook)
     for grade in grades:
         flags = "  (needs review)" if grade.review_flags() else ""
+        if grade.incomplete:
+            flags += f"  (incomplete: {', '.join(grade.incomplete)} not graded)"
         print(f"{grade.learner}: {grade.points:g}/{grade.max_points:g}{flags}")
     print(f"wrote {args.output} ({len(grades)} learners; seed {seed} in "
           f"{run_record_path(args.output)})")  # fmt: skip
-    return 0
+    incomplete = [grade for grade in grades if grade.incomplete]
+    for grade in incomplete:
+        print(f"{PROG}: incomplete: {grade.learner}: the checker failed twice on "
+              f"{', '.join(grade.incomplete)} (a fault of the checks, not of the submission; "
+              "not in the gradebook): grade again", file=sys.stderr)  # fmt: skip
+    return EXIT_INCOMPLETE if incomplete else 0

@@ -32,6 +32,8 @@ FIXES: dict[str, str] = {
     "against, not an answer to hand in",
     "plausibility": "nothing, if the figures are genuine: the instructor re-runs the command",
     "check": "fix the kernel until `python -m learning.check EXERCISE` passes",
+    "not-graded": "nothing on your side: the checker failed on this exercise, so it is not "
+    "graded yet; the instructor grades it again",
     "no-reports": "run kernel-bench --impl learner and put its JSON report under reports/",
     "derived": "submit the report kernel-bench wrote: a case's shape, dtype, bytes or FLOPs are "
     "not what the course's op registry gives",

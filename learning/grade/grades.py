@@ -77,6 +77,16 @@ class LearnerGrade:
     problems: tuple[Finding, ...] = ()  # about the submission itself (an archive that failed)
 
     @property
+    def incomplete(self) -> tuple[str, ...]:
+        """The exercises not graded: their check module failed twice (a fault of the checker,
+        so a grade to run again, never 0 points to keep)."""
+        return tuple(report.exercise for report in self.checks if report.incomplete)
+
+    @property
+    def status(self) -> str:
+        return "incomplete" if self.incomplete else "graded"
+
+    @property
     def check_points(self) -> float:
         return round(sum(report.points for report in self.checks), 2)
 
@@ -104,7 +114,10 @@ class LearnerGrade:
         lines = [str(finding) for finding in self.problems if not finding.review]
         for report in self.checks:
             failed = [check.name for check in report.checks if not check.passed]
-            if failed:
+            if report.incomplete:
+                lines.append(f"[not-graded] {report.exercise}: the checker failed twice on it, "
+                             "a fault of the checks and not of the submission: grade it again")
+            elif failed:
                 lines.append(f"[check] {report.exercise}: failed {', '.join(failed)}")
         if self.report_max and not self.reports:
             lines.append("[no-reports] no reports/*.json in the submission")

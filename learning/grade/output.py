@@ -4,6 +4,9 @@ CSV columns (one row per learner, in learner order):
 
 ==================  =====================================================================
 learner             the submission folder's name
+status              ``graded``, or ``incomplete`` when some exercise's check module failed
+                    twice (a fault of the checker): that exercise is not graded, its reason
+                    says ``[not-graded]``, and the grader exits with status 3
 points, max_points  the total: check points + report points
 check_points        points from the exercise checks the instructor re-ran on the
 check_max           submitted files (what each exercise is worth comes from the manifest)
@@ -36,6 +39,7 @@ from learning.grade.grades import LearnerGrade
 
 CSV_COLUMNS = (
     "learner",
+    "status",
     "points",
     "max_points",
     "check_points",
@@ -61,6 +65,7 @@ def csv_rows(grades: Sequence[LearnerGrade]) -> list[dict[str, str]]:
     return [
         {
             "learner": grade.learner,
+            "status": grade.status,
             "points": _number(grade.points),
             "max_points": _number(grade.max_points),
             "check_points": _number(grade.check_points),
@@ -117,6 +122,15 @@ def feedback(grade: LearnerGrade) -> str:
     lines = [
         f"# {grade.learner}: {_number(grade.points)} / {_number(grade.max_points)} points",
         "",
+    ]
+    if grade.incomplete:
+        lines += [
+            f"**Incomplete:** {', '.join(grade.incomplete)} could not be graded: the checker "
+            "failed on it twice, a fault of the checks and not of your files. It is graded "
+            "again; the points here do not count it yet.",
+            "",
+        ]
+    lines += [
         "| part | points |",
         "|---|---|",
         f"| exercise checks, re-run on your submitted files | "
@@ -164,8 +178,11 @@ def feedback(grade: LearnerGrade) -> str:
 
 def _fixes(grade: LearnerGrade) -> list[str]:
     codes = []
-    if any(not check.passed for report in grade.checks for check in report.checks):
+    graded = [report for report in grade.checks if not report.incomplete]
+    if any(not check.passed for report in graded for check in report.checks):
         codes.append("check")
+    if grade.incomplete:
+        codes.append("not-graded")
     if grade.report_max and not grade.reports:
         codes.append("no-reports")
     codes += [f.code for v in grade.reports for f in v.failures]
@@ -200,7 +217,8 @@ def write_gradebook(
     The scores go to their own assignment, :data:`GRADEBOOK_ASSIGNMENT`, with one notebook and
     two grade cells, ``checks`` and ``reports``, so ``nbgrader export`` lists them as a column
     of their own and re-running ``nbgrader generate_assignment`` never removes them. Running
-    the grader again updates the same rows.
+    the grader again updates the same rows. An incomplete grade is not recorded: a score
+    without the exercise the checker could not grade would read as that exercise's 0.
     """
     from nbgrader.api import Gradebook
 
@@ -225,7 +243,7 @@ def _record(gradebook, grades: Sequence[LearnerGrade], parts: dict[str, float]) 
             gradebook.update_or_create_grade_cell(
                 cell, notebook, assignment, max_score=max_score, cell_type="code"
             )
-        for grade in grades:
+        for grade in (g for g in grades if not g.incomplete):
             gradebook.update_or_create_student(grade.learner)
             gradebook.update_or_create_submission(assignment, grade.learner)
             scores = {"checks": grade.check_points, "reports": grade.report_points}

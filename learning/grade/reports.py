@@ -12,9 +12,12 @@ is not read further):
 
    * the learner's files (``exercises/``, ``journals/``) must be the SUBMITTED files, byte for
      byte; a snapshot does not excuse them, since the submission is what is graded;
-   * every other file (``learning/``, ``reference/``) must be the release's, or a snapshot
-     under the release's ``results/snapshots/`` with the recorded hash
-     (:func:`learning.report.fingerprint_problems` against the release);
+   * every other file that binds a case (its closure: the measurement core and the learner
+     path, the op's definition, the reference kernels; :mod:`learning.report.binding`) must be
+     the release's, or a snapshot under the release's ``results/snapshots/`` with the
+     recorded hash (:func:`learning.report.fingerprint_problems` against the release); the
+     other release files a run loaded (the command line, the table printer, the report
+     package) are provenance, so fixing a message there mid-term untrusts no report;
    * a measured learner file that is another learner's submitted file is copying, and one
      that holds a reference solution kernel, copied, measured the course's kernel
      (:mod:`learning.check.originality`);
@@ -50,10 +53,10 @@ from learning.grade.loading import load_report
 from learning.grade.plausibility import review_flags
 from learning.grade.schema import report_schema_problems
 from learning.manifest import Manifest
-from learning.report import consistency_problems, fingerprint_problems
-from learning.report.closure import Closure, import_closure, module_level_closure
+from learning.report import binding, consistency_problems, fingerprint_problems
+from learning.report.binding import ENGINE_ENTRIES
+from learning.report.closure import Closure, Sources, import_closure, module_level_closure
 
-ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
 ENGINE_DATA = ("learning/schemas/report-v2.json",)  # read by every run, imported by none
 LEARNER_PACKAGE = "exercises"
 REFERENCE_PACKAGE = "reference"
@@ -77,7 +80,7 @@ class Release:
     def engine_files(self) -> frozenset[str]:
         """The engine files every kernel-bench run of this release loads."""
         if "engine" not in self._closures:
-            found = module_level_closure(self.root, [ENGINE_ENTRY], "learning")
+            found = module_level_closure(self.root, ENGINE_ENTRIES, "learning")
             data = {path for path in ENGINE_DATA if (self.root / path).is_file()}
             self._closures["engine"] = frozenset(found | data)
         return self._closures["engine"]
@@ -105,6 +108,23 @@ class Release:
             except (OSError, UnicodeDecodeError):
                 source = ""
             self._closures[key] = originality.copies({path: source}, self._closures["solutions"])
+        return self._closures[key]
+
+    def binding_files(self, report: dict) -> frozenset[str]:
+        """The release files whose change could move this report's figures or its gate's
+        verdict: each case's closure (:mod:`learning.report.binding`), read from the release.
+        A release file outside it (the command line, the checker's messages) is provenance:
+        an instructor may edit it mid-term without making a learner's report untrusted."""
+        settings = report["settings"]
+        ops_run = tuple(dict.fromkeys(case["op"] for case in report["cases"]))
+        key = ("binding", settings.get("impl"), settings.get("reference_package"),
+               settings.get("learner_package"), ops_run)  # fmt: skip
+        if key not in self._closures:
+            sources = Sources(self.root)
+            found: set[str] = set()
+            for op in ops_run:
+                found |= binding.op_closure(sources, settings, op).files
+            self._closures[key] = frozenset(found)
         return self._closures[key]
 
     def learner_closure(self, submission: Submission, modules: tuple[str, ...]) -> Closure:
@@ -304,6 +324,7 @@ def _fingerprint(
     snapshots: Mapping[str, str] = report["source_snapshots"]
     findings: list[Finding] = []
     release_files: dict[str, str] = {}
+    binds = release.binding_files(report)
     for path, digest in files.items():
         if _outside(path):
             findings.append(
@@ -311,7 +332,7 @@ def _fingerprint(
             )
         elif release.manifest.is_learners(path):
             findings += _learner_file(path, digest, submission, release, index)
-        else:
+        elif path in binds:
             release_files[path] = digest
     release_snapshots = {}
     for path, copy in snapshots.items():

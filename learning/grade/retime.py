@@ -5,8 +5,10 @@ scaled and every derived figure recomputed, is internally consistent: no check o
 catch it. A second measurement can. For each learner, the grader makes a temporary copy of the
 release with that learner's submitted ``exercises/`` in place (:func:`learning.grade.clone.
 make_clone`), and runs, per report, ``kernel-bench --impl learner`` with the report's op,
-shapes, dtype and timing settings, on this machine, with the instructor's seed, each in a fresh
-process. Its own report then supplies the speed evidence:
+shapes, dtype and timing settings, on this machine, each in a fresh process, with a seed
+derived from the instructor's (:func:`bench_seed`): kernel-bench puts its seed on its command
+line and hands it to the learner's process, so it must say nothing about the checks' seed.
+Its own report then supplies the speed evidence:
 
 * every learner case must pass the oracle check and be timed in the instructor's run
   (``retime`` fails otherwise: the submitted kernel does not do what the report says);
@@ -30,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from learning.check.remote import derive_seed
 from learning.grade.clone import make_clone, run_bench
 from learning.grade.findings import Finding
 from learning.grade.loading import load_report
@@ -45,10 +48,17 @@ CPU_TOLERANCE = 3.0  # on the CPU interpreter
 
 @dataclass(frozen=True)
 class RetimeOptions:
-    seed: int  # the instructor's: inputs and every shuffle of kernel-bench
+    seed: int  # the instructor's; kernel-bench gets bench_seed(seed)
     device: str = "auto"  # auto, cpu or cuda: where this machine runs kernels
     timeout_s: float = 600.0  # per kernel-bench run
     keep: Path | None = None  # copy each of the instructor's reports to keep/<learner>/
+
+
+def bench_seed(seed: int) -> int:
+    """kernel-bench's seed (its inputs and every shuffle) for the instructor's ``seed``: a
+    hash of it, which gives the seed back only to a search over every seed it could be (2**63
+    for a drawn one, so a replay can derive it again while learner code cannot invert it)."""
+    return derive_seed(seed, "retime")
 
 
 def machine_device(requested: str) -> str:
@@ -197,7 +207,7 @@ def _retime_one(
             )
         ]
     output = scratch / f"retime-{number}.json"
-    arguments = bench_arguments(settings, options.seed, device)
+    arguments = bench_arguments(settings, bench_seed(options.seed), device)
     try:
         run_bench(clone, arguments, output, timeout_s=options.timeout_s)
     except RuntimeError as error:

@@ -1,7 +1,8 @@
 """The op registry: an index of the course's operations by name, and nothing else.
 
-Each op is defined in a module of its own, ``learning/ops/<name>.py``, as one frozen
-:class:`~learning.ops.spec.OpSpec` called ``SPEC``; the type and what the definitions share
+Each op is defined in a package of its own, ``learning/ops/<name>/__init__.py``, as one frozen
+:class:`~learning.ops.spec.OpSpec` called ``SPEC`` (the package's other modules hold what only
+the checker reads, which no run imports); the type and what the definitions share
 are in ``learning/ops/spec.py``. This index names the ops, in the order the tools list them,
 and the groups a run can ask for. Nothing here decides what a measurement does: a report
 binds each case to its op's definition module and kernels, never to this index (see
@@ -26,9 +27,21 @@ GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "all": ("add", "sum", "max", "softmax", "rmsnorm", "matmul"),
         "training": ("softmax_train", "rmsnorm_train", "matmul_train"),
+        # Not in "all" or "training": their recorded sweeps would gain cases no file records.
+        "attention": ("attention", "attention_causal", "attention_train", "attention_causal_train"),
     }
 )
 NAMES: tuple[str, ...] = tuple(name for members in GROUPS.values() for name in members)
+DTYPE_NAMES: tuple[str, ...] = ("float16", "bfloat16", "float32")  # spec.DTYPES' keys
+
+
+def check_names(op: str, dtype: str | None = None) -> None:
+    """A ValueError in one line for an op (or group) or dtype name the course does not have;
+    without importing a definition (or torch), so a mistyped command line is refused at once."""
+    if op not in GROUPS and op not in NAMES:
+        raise ValueError(f"unknown op {op!r}; choose one of {', '.join([*GROUPS, *NAMES])}")
+    if dtype is not None and dtype not in DTYPE_NAMES:
+        raise ValueError(f"unsupported dtype {dtype!r}; choose one of {', '.join(DTYPE_NAMES)}")
 
 
 class _Registry(Mapping):
@@ -64,7 +77,8 @@ def get(name: str) -> OpSpec:
 
 
 def resolve(name: str) -> tuple[OpSpec, ...]:
-    """An op name or a group name (``all``, ``training``) -> the specs it stands for."""
+    """An op name or a group name (``all``, ``training``, ``attention``) -> the specs it stands
+    for."""
     if name in GROUPS:
         return tuple(OPS[n] for n in GROUPS[name])
     if name in NAMES:

@@ -1,12 +1,12 @@
 """What an operation is, as every tool in the course sees it: the :class:`OpSpec` type and the
 pieces its definitions share. No operation is defined here.
 
-Each op is one frozen :class:`OpSpec` in its own definition module (``learning/ops/<name>.py``),
-and ``learning.ops`` is the index of their names. A spec says what the operation is (its
-float64 oracle), how to make inputs, which PyTorch baselines it is compared with, how many
-bytes and FLOPs it logically moves and does, which shapes and dtypes it is measured at, how
-close to the oracle each dtype must come, and where its implementation lives
-(``kernels.softmax`` resolved under ``reference/`` or ``exercises/``).
+Each op is one frozen :class:`OpSpec` in its own definition package
+(``learning/ops/<name>/__init__.py``), and ``learning.ops`` is the index of their names. A spec
+says what the operation is (its float64 oracle), how to make inputs, which PyTorch baselines
+it is compared with, how many bytes and FLOPs it logically moves and does, which shapes and
+dtypes it is measured at, how close to the oracle each dtype must come, and where its
+implementation lives (``kernels.softmax`` resolved under ``reference/`` or ``exercises/``).
 
 Training ops (``softmax_train`` ...) reuse their forward op's implementation and baselines: one
 call is a forward and a backward pass through autograd, and the outputs compared with the
@@ -25,11 +25,13 @@ from typing import Any
 
 import torch
 
+from learning.ops import DTYPE_NAMES
+
 Shape = tuple[int, ...]
 Inputs = dict[str, Any]
 
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
-    {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    {name: getattr(torch, name) for name in DTYPE_NAMES}
 )
 DEFINITIONS = "learning.ops"  # the package whose module ``<name>`` defines the op ``<name>``
 

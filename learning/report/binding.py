@@ -6,12 +6,14 @@ depend on is less. Its *closure* is the set of files whose change could move its
 its gate verdict:
 
 * **the measurement core**: the engine modules every run loads (the top-level import closure
-  of ``learning.bench.cli``: timers, schedule, gate, correctness, machine, the telemetry
-  sampler, variants, runtime, how the samples are recorded), and for a learner run also the
+  of ``learning.bench.cli`` and ``learning.bench.engine``: timers, schedule, gate,
+  correctness, machine, the telemetry sampler, variants, runtime, how the samples are
+  recorded), and for a learner run also the
   learner path (everything ``learning.bench.learner`` can import: the worker, the trace, the
   replay, the guards);
-* **the op's definition**: ``learning/ops/<op>.py``, with the definitions and the spec type it
-  imports (``softmax_train`` reads ``softmax``'s oracle and baselines);
+* **the op's definition**: ``learning/ops/<op>/__init__.py``, with the definitions and the spec
+  type it imports (``softmax_train`` reads ``softmax``'s oracle and baselines); the other
+  modules of the op's package hold what only the checker reads, and no run imports them;
 * **the op's kernels**: every file of the implementation packages that the op's kernel module
   can import (``reference/kernels/softmax.py``, ``launch.py``, ``row_plan.py`` and the
   packages' ``__init__.py``), and for a learner run the learner's files too.
@@ -49,10 +51,12 @@ from pathlib import Path
 from learning.report.closure import Sources, closure
 from learning.report.fingerprint import REPO_ROOT, file_hashes, measured_source
 
-ENGINE_ENTRY = "learning.bench.cli"  # what ``kernel-bench`` and ``python -m learning.bench`` run
+# What every run executes: the command line, which imports the engine only once the command
+# line is accepted, and the engine itself (timers, schedule, gate, sampler, recording).
+ENGINE_ENTRIES = ("learning.bench.cli", "learning.bench.engine")
 LEARNER_ENTRY = "learning.bench.learner"  # what a learner run adds: worker, trace, replay
 ENGINE_PACKAGE = "learning"
-DEFINITIONS = "learning/ops/"  # learning/ops/<op>.py defines the op <op>
+DEFINITIONS = "learning/ops/"  # learning/ops/<op>/__init__.py defines the op <op>
 LEGACY_REGISTRY = "learning/ops.py"  # every op in one module, as reports before the split have
 # Recorded, never binding (see the module docstring). A new engine module binds until it is
 # named here, so forgetting to classify one can only make evidence stale, never falsely fresh.
@@ -67,18 +71,19 @@ INTERFACE = frozenset(
         "learning/bench/output.py",
         "learning/check/__init__.py",
         "learning/ops/__init__.py",
-        "learning/schemas/report-v2.json",
     }
 )
-INTERFACE_FOLDERS = ("learning/report/",)
+INTERFACE_FOLDERS = ("learning/report/", "learning/schemas/")
 
 
 def is_interface(path: str) -> bool:
     return path in INTERFACE or path.startswith(INTERFACE_FOLDERS)
 
 
-def definition_path(op: str) -> str:
-    return f"{DEFINITIONS}{op}.py"
+def definition_paths(op: str) -> tuple[str, str]:
+    """Where the op ``op`` may be defined: its own package (whose other modules, the
+    checker's data, no run imports) or, as first written, a module."""
+    return f"{DEFINITIONS}{op}/__init__.py", f"{DEFINITIONS}{op}.py"
 
 
 def kernel_module(source: bytes | None, op: str) -> str | None:
@@ -117,7 +122,7 @@ def _packages(settings: dict) -> list[str]:
 
 
 def _core(sources: Sources, learner: bool, strict: bool) -> set[str]:
-    files = closure(sources, [ENGINE_ENTRY], [ENGINE_PACKAGE], strict=True).files
+    files = closure(sources, ENGINE_ENTRIES, [ENGINE_PACKAGE], strict=True).files
     if learner:
         files |= closure(sources, [LEARNER_ENTRY], [ENGINE_PACKAGE], strict=strict).files
     return {path for path in files if not is_interface(path)}
@@ -127,10 +132,10 @@ def _definition(sources: Sources, op: str, strict: bool) -> tuple[set[str], str 
     """The op's definition files and the path its kernel module is read from."""
     if sources.exists(LEGACY_REGISTRY):  # a report from before the split: every op in one
         return {LEGACY_REGISTRY}, LEGACY_REGISTRY
-    own = definition_path(op)
-    if sources.exists(own):
-        found = closure(sources, [f"learning.ops.{op}"], [ENGINE_PACKAGE], strict=strict).files
-        return {p for p in found if p.startswith(DEFINITIONS) and not is_interface(p)}, own
+    for own in definition_paths(op):
+        if sources.exists(own):
+            found = closure(sources, [f"learning.ops.{op}"], [ENGINE_PACKAGE], strict).files
+            return {p for p in found if p.startswith(DEFINITIONS) and not is_interface(p)}, own
     return set(), None  # the op is defined nowhere (gone, or not a course tree): unknown
 
 

@@ -9,7 +9,7 @@ Three groups of files, chosen by what the run actually loaded, never by listing 
   as ``kernels.row_plan``), followed transitively. A reference run calls only ``reference/``
   modules, so it can never fingerprint ``exercises/``; a learner run calls both.
 
-Paths are repository-relative (``learning/ops.py``); a file outside the repository (a test's
+Paths are repository-relative (``learning/ops/spec.py``); a file outside the repository (a test's
 throwaway package) keeps its absolute path.
 
 Each file gets two hashes: ``files`` holds the SHA-256 of its bytes, ``normalized`` that of what

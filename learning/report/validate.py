@@ -78,12 +78,48 @@ def _close(recorded: object, derived: float | None) -> bool:
     return math.isclose(recorded, derived, rel_tol=1e-9, abs_tol=1e-12)
 
 
+@lru_cache(maxsize=1)
+def _compiled():
+    """The schema compiled by ``fastjsonschema`` (installed with the course's tools), or None
+    without it or for a schema it rejects."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    schema = json.loads(SCHEMA_PATH.read_text())
+    # Every keyword the schema uses means the same in draft 7, which fastjsonschema knows.
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    try:
+        return fastjsonschema.compile(schema), fastjsonschema.JsonSchemaException
+    except Exception:
+        return None
+
+
+def fast_valid(report: object) -> bool:
+    """True when the compiled schema accepts ``report``; False when it does not, or is not
+    installed. It only decides the common case, a valid report: whenever it finds a problem,
+    ``jsonschema`` decides and gives the words (a test holds the two to one verdict)."""
+    compiled = _compiled()
+    if compiled is None or not isinstance(report, dict):
+        return False
+    if report.get("schema_version") != SCHEMA_VERSION:
+        return False
+    validate, rejected = compiled
+    try:
+        validate(report)
+    except (rejected, RecursionError, ValueError, TypeError):
+        return False
+    return True
+
+
 def schema_problems(report: object) -> list[str]:
     if not isinstance(report, dict):
         return [f"a report is a JSON object, got {type(report).__name__}"]
     version = report.get("schema_version")
     if version != SCHEMA_VERSION:
         return [f"unsupported schema_version {version!r}; this validator reads {SCHEMA_VERSION}"]
+    if fast_valid(report):
+        return []
     problems = []
     errors = _validator(SCHEMA_PATH).iter_errors(report)
     for error in sorted(errors, key=lambda e: list(e.absolute_path)):

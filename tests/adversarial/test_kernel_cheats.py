@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import torch
+from stopwatch import Stopwatch  # a wall-clock limit scaled by the machine's pace
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning.check import kernels
@@ -532,9 +532,9 @@ def test_a_hung_kernel_fails_its_check_and_the_others_still_run(tmp_path, monkey
     # so that the wait is short; the other calls take well under a second each
     per_second = kernels._CALL_LIMIT_S["cpu"][1]
     monkeypatch.setitem(kernels._CALL_LIMIT_S, "cpu", (3.0, per_second))
-    started = time.perf_counter()
-    results = grade(tmp_path, monkeypatch, body)
-    assert time.perf_counter() - started < 60
+    with Stopwatch() as watch:
+        results = grade(tmp_path, monkeypatch, body)
+    assert watch.elapsed < watch.limit(60), watch.said(60)
     message = results["softmax 16x256"].message
     assert message.startswith("input: softmax 16x256 ") and "did not return within" in message
     # where it was: the worker, asked before it was stopped, names the kernel and its program
@@ -641,8 +641,13 @@ CHEATS = {
         "softmax is deterministic",
         "your function returned something other than what your kernels stored",
     ),
+    # 5 ms after the call: on a busy machine the thread can copy before the worker first reads
+    # the output, and then the copy is PyTorch's result with no kernel's store behind it. Either
+    # way it earns nothing; which of the two the message names depends on the machine's load.
     "finishes_in_a_background_thread": (
-        _finishing_later(0.005), "softmax 16x256", "the output changed after the call returned",
+        _finishing_later(0.005), "softmax 16x256",
+        ("the output changed after the call returned",
+         "the result did not come from your own Triton kernels"),
     ),
     # The same, with the copy made long after any fixed settle time: seen all the same, since
     # the outputs are read again only once the threads the call started have ended.
@@ -659,7 +664,8 @@ def test_classic_fault_is_rejected_with_the_fault_named(cheat, tmp_path, monkeyp
     results = grade(tmp_path, monkeypatch, body)
     text = messages(results) if check is None else results[check].message
     assert check is None or not results[check].passed, results[check]
-    assert fault in text, text
+    faults = (fault,) if isinstance(fault, str) else fault
+    assert any(named in text for named in faults), text
     assert earned(results) < kernels.points_for("softmax")
 
 

@@ -74,9 +74,11 @@ def decorated(solution: originality.Solution) -> str:
 def test_every_kernel_exercise_has_solution_kernels():
     """The kernels to protect are found from the reference's solution regions: those of every
     kernel exercise's reference file, and nothing that holds no region (the helpers)."""
+    from learning import ops
+
     paths = {solution.path for solution in SOLUTIONS.values()}
-    assert paths == {f"reference/kernels/{name}.py"
-                     for name in ("add", "reductions", "softmax", "rmsnorm", "matmul")}  # fmt: skip
+    # every op's kernel module, as the registry names it (kernels.softmax, ...)
+    assert paths == {f"reference/{spec.module.replace('.', '/')}.py" for spec in ops.OPS.values()}
     assert {"_add_kernel", "_softmax_fwd_chunked_kernel", "_matmul_tile"} <= set(BY_NAME)
     assert not any(s.path.endswith(("launch.py", "row_plan.py", "cooperative.py"))
                    for s in SOLUTIONS.values())  # fmt: skip

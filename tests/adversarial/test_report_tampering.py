@@ -147,21 +147,21 @@ def test_an_edited_learner_hash_is_caught(tmp_path, genuine):
 
 def test_an_edited_engine_hash_is_caught(tmp_path, genuine):
     report = copy.deepcopy(genuine["report"])
-    report["fingerprint"]["files"]["learning/ops.py"] = "0" * 64
+    report["fingerprint"]["files"]["learning/ops/spec.py"] = "0" * 64
     alice = _grade(tmp_path, genuine, report)["alice"]
-    assert "[release-file] learning/ops.py: changed since the run" in _reasons(alice)
+    assert "[release-file] learning/ops/spec.py: changed since the run" in _reasons(alice)
 
 
 def test_a_modified_engine_is_caught(tmp_path, genuine):
     """A report run with an edited engine names a hash the release does not have."""
     report = copy.deepcopy(genuine["report"])
     report["fingerprint"]["files"]["learning/correctness.py"] = "1" * 64
-    del report["fingerprint"]["files"]["learning/ops.py"]  # and a file dropped from the list
+    del report["fingerprint"]["files"]["learning/bench/timers.py"]  # and a file dropped
     alice = _grade(tmp_path, genuine, report)["alice"]
     assert "[release-file] learning/correctness.py: changed since the run" in _reasons(alice)
     assert (
         "[fingerprint-incomplete] engine files every kernel-bench run loads are missing: "
-        "learning/ops.py" in _reasons(alice)
+        "learning/bench/timers.py" in _reasons(alice)
     )
 
 
@@ -173,35 +173,55 @@ def test_a_swapped_snapshot_is_caught(tmp_path, genuine):
     (release / snapshot).parent.mkdir(parents=True)
     (release / snapshot).write_text("# not the measured ops.py\n")
     report = copy.deepcopy(genuine["report"])
-    report["source_snapshots"] = {"learning/ops.py": snapshot}
+    report["source_snapshots"] = {"learning/ops/spec.py": snapshot}
     alice = _grade(tmp_path, genuine, report, release=release)["alice"]
     assert (
-        f"[release-file] learning/ops.py: its snapshot {snapshot} does not hold the measured source"
-        in (_reasons(alice))
+        f"[release-file] learning/ops/spec.py: its snapshot {snapshot} does not hold the "
+        "measured source" in (_reasons(alice))
     )
 
 
 def test_a_snapshot_outside_the_release_snapshots_is_caught(tmp_path, genuine):
     report = copy.deepcopy(genuine["report"])
-    report["source_snapshots"] = {"learning/ops.py": "results/snapshots/../../../alice/ops.py"}
+    report["source_snapshots"] = {"learning/ops/spec.py": "results/snapshots/../../../alice/ops.py"}
     alice = _grade(tmp_path, genuine, report)["alice"]
     assert (
-        "[release-file] learning/ops.py: snapshot results/snapshots/../../../alice/ops.py "
+        "[release-file] learning/ops/spec.py: snapshot results/snapshots/../../../alice/ops.py "
         "is outside results/snapshots" in _reasons(alice)
     )
 
 
 def test_a_genuine_snapshot_keeps_an_old_report_valid(tmp_path, genuine):
-    """The release moved on (ops.py edited) but preserved the measured ops.py: still trusted."""
+    """The release moved on (the op spec edited) but preserved the measured one: trusted."""
     release = tmp_path / "release"
     shutil.copytree(genuine["release"], release)
-    snapshots, problems = create_snapshots(genuine["report"], release, ["learning/ops.py"])
+    snapshots, problems = create_snapshots(genuine["report"], release, ["learning/ops/spec.py"])
     assert problems == []
-    with open(release / "learning" / "ops.py", "a") as ops_file:
+    with open(release / "learning" / "ops" / "spec.py", "a") as ops_file:
         ops_file.write("\n# edited after the run\n")
     report = {**genuine["report"], "source_snapshots": snapshots}
     alice = _grade(tmp_path, genuine, report, release=release)["alice"]
     assert alice.reasons() == []
+
+
+def test_an_instructor_may_reword_a_message_or_the_cli_mid_term(tmp_path, genuine):
+    """Files a run loads that no case's figures depend on (the command line, the table
+    printer, the report package) are provenance: edited in the release with no snapshot,
+    they leave a learner's report trusted. A file that binds (the timers) does not."""
+    release = tmp_path / "release"
+    shutil.copytree(genuine["release"], release)
+    for path in ("learning/bench/cli.py", "learning/bench/output.py", "learning/report/stats.py"):
+        assert path in genuine["report"]["fingerprint"]["files"], path
+        with open(release / path, "a") as edited:
+            edited.write("\nEDITED_MID_TERM = True\n")
+    alice = _grade(tmp_path, genuine, genuine["report"], release=release)["alice"]
+    assert alice.reasons() == []
+    with open(release / "learning" / "bench" / "timers.py", "a") as edited:
+        edited.write("\nEDITED_MID_TERM = True\n")
+    again = tmp_path / "again"
+    again.mkdir()
+    alice = _grade(again, genuine, genuine["report"], release=release)["alice"]
+    assert "[release-file] learning/bench/timers.py: changed since the run" in _reasons(alice)
 
 
 def test_a_missing_learner_file_is_caught(tmp_path, genuine):
@@ -551,10 +571,10 @@ def test_a_dropped_learner_helper_is_caught(tmp_path, genuine):
     )
 
 
-def test_a_fingerprint_of_ops_py_alone_is_caught(tmp_path, genuine):
+def test_a_fingerprint_of_the_op_spec_alone_is_caught(tmp_path, genuine):
     report = copy.deepcopy(genuine["report"])
     files = report["fingerprint"]["files"]
-    report["fingerprint"]["files"] = {"learning/ops.py": files["learning/ops.py"]}
+    report["fingerprint"]["files"] = {"learning/ops/spec.py": files["learning/ops/spec.py"]}
     reasons = _reasons(_grade(tmp_path, genuine, report)["alice"])
     assert "[fingerprint-incomplete] engine files every kernel-bench run loads are missing: " in (
         reasons

@@ -8,6 +8,8 @@ learner`` report run in that clone. The grader re-runs the measurement checks on
 from __future__ import annotations
 
 import csv
+import importlib
+import io
 import json
 import os
 from pathlib import Path
@@ -15,8 +17,8 @@ from pathlib import Path
 import pytest
 from own_work import own_solution  # the learner's own add kernel, not the reference's
 
-from learning.grade import CSV_COLUMNS
-from learning.grade.cli import main
+from learning.grade import CSV_COLUMNS, GradeInputError
+from learning.grade.cli import main, read_seed
 from learning.grade.clone import make_clone, run_bench, submit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +48,12 @@ pytestmark = pytest.mark.xdist_group("graded_class")
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory) -> dict:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdin", io.StringIO("1234\n"))  # --seed-stdin reads it
+        return _graded_class(tmp_path_factory)
+
+
+def _graded_class(tmp_path_factory) -> dict:
     """Grade ``clean`` (an add kernel of its own, the reference's measurement answers, a genuine
     report) and ``inverted`` (speedup upside down, no report) once; the tests read the
     outputs."""
@@ -83,8 +91,7 @@ def graded_class(tmp_path_factory) -> dict:
             str(release),
             "--exercise",
             "measurement",
-            "--seed",
-            "1234",
+            "--seed-stdin",
             "--feedback-dir",
             str(feedback),
             "--gradebook",
@@ -106,7 +113,7 @@ def graded_class(tmp_path_factory) -> dict:
 
 def test_a_clean_learner_gets_full_points(graded_class):
     row = graded_class["rows"]["clean"]
-    assert row["points"] == row["max_points"] == "20"
+    assert row["points"] == row["max_points"] == "20", row["reasons"]
     assert (row["check_points"], row["report_points"], row["reports_trusted"]) == ("10", "10", "1")
     assert row["reasons"] == "" and row["needs_review"] == "no"
 
@@ -120,7 +127,22 @@ def test_a_failing_exercise_loses_points_with_a_reason(graded_class):
 
 def test_the_seed_is_recorded_beside_the_csv(graded_class):
     record = json.loads((graded_class["work"] / "grades.run.json").read_text())
-    assert record["seed"] == 1234 and "--seed" in record["command"]
+    assert record["seed"] == 1234 and "--seed-stdin" in record["command"]
+    assert "1234" not in " ".join(record["command"])  # read from stdin, never an argument
+
+
+@pytest.mark.parametrize(
+    ("given", "seed"),
+    [("1234\n", 1234), ('{"seed": 77, "learners": 2}', 77), (str(2**63 - 1), 2**63 - 1)],
+)
+def test_the_seed_is_read_from_stdin_as_a_number_or_a_run_record(given, seed):
+    assert read_seed(io.StringIO(given)) == seed
+
+
+@pytest.mark.parametrize("given", ["", "-1", "12a", str(2**63), '{"seed": "x"}', "{broken"])
+def test_a_seed_on_stdin_that_is_not_one_is_refused(given):
+    with pytest.raises(GradeInputError, match="--seed-stdin"):
+        read_seed(io.StringIO(given))
 
 
 def test_a_run_without_a_seed_draws_and_records_a_secret_one(tmp_path, graded_class):
@@ -134,29 +156,23 @@ def test_a_run_without_a_seed_draws_and_records_a_secret_one(tmp_path, graded_cl
     assert isinstance(first, int) and first != second
 
 
-def test_the_checker_gets_the_instructors_seed(monkeypatch, tmp_path):
-    """check_submission passes the seed on, as a keyword where check_exercise has one, and as
-    the replay variable for that call otherwise."""
+def test_the_checker_gets_the_instructors_seed_as_an_argument(monkeypatch, tmp_path):
+    """check_submission passes the seed on as an argument, never through the environment,
+    which learner code could read (the grader's /proc/PID/environ)."""
     from learning.check.seeds import SEED_VARIABLE
     from learning.grade import checks
 
     seen = []
 
-    def without_keyword(name, impl, *, extra_path=(), manifest=None):
-        seen.append(os.environ.get(SEED_VARIABLE))
-        return real(name, impl, extra_path=extra_path, manifest=manifest)
-
     def with_keyword(name, impl, *, extra_path=(), manifest=None, seed=None):
-        seen.append(seed)
+        seen.append((seed, os.environ.get(SEED_VARIABLE)))
         return real(name, impl, extra_path=extra_path, manifest=manifest)
 
     real = checks.check_exercise
     monkeypatch.delenv(SEED_VARIABLE, raising=False)
-    for fake, expected in ((without_keyword, "77"), (with_keyword, 77)):
-        monkeypatch.setattr(checks, "check_exercise", fake)
-        checks.check_submission("tensors", tmp_path, seed=77)
-        assert seen[-1] == expected
-    assert SEED_VARIABLE not in os.environ  # set for the call only
+    monkeypatch.setattr(checks, "check_exercise", with_keyword)
+    checks.check_submission("tensors", tmp_path, seed=77)
+    assert seen == [(77, None)]
 
 
 def test_the_csv_has_the_documented_columns(graded_class):
@@ -184,6 +200,54 @@ def test_grades_reach_the_nbgrader_gradebook(graded_class):
         }
     assert scores["clean"] == 20
     assert scores["inverted"] == float(graded_class["rows"]["inverted"]["points"])
+
+
+def test_a_check_module_that_fails_twice_makes_the_grade_incomplete_not_zero(
+    graded_class, tmp_path, monkeypatch, capsys
+):
+    """The check module fails by itself on the first learner's exercise, and again when run
+    once more (as a check module once died of CancelledError in a class run, and the CSV said
+    0/10): that learner's row says ``incomplete`` with a ``[not-graded]`` reason, the feedback
+    says so, the gradebook leaves them out, stderr names them and the grader exits 3. The
+    next learner is graded as ever."""
+    from concurrent.futures import CancelledError
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from learning.grade.output import COURSE_ID, GRADEBOOK_ASSIGNMENT
+
+    module = importlib.import_module("learning.check.foundations")
+    real, runs = module.run, []
+
+    def run(exercise, impl, session):
+        runs.append(exercise)
+        if len(runs) <= 2:  # the first learner's run, and its second chance
+            raise CancelledError()
+        return real(exercise, impl, session=session)
+
+    monkeypatch.setattr(module, "run", run)
+    output, gradebook = tmp_path / "grades.csv", tmp_path / "gradebook.db"
+    status = main([str(graded_class["submissions"]), "--output", str(output), "--exercise",
+                   "tensors", "--release", str(graded_class["release"]), "--gradebook",
+                   str(gradebook), "--feedback-dir", str(tmp_path / "feedback")])  # fmt: skip
+    assert status == 3
+    assert "incomplete: clean: the checker failed twice on tensors" in capsys.readouterr().err
+    with open(output, newline="") as stream:
+        rows = {row["learner"]: row for row in csv.DictReader(stream)}
+    assert rows["clean"]["status"] == "incomplete"
+    assert "[not-graded] tensors: the checker failed twice" in rows["clean"]["reasons"]
+    assert "[check]" not in rows["clean"]["reasons"]
+    assert rows["inverted"]["status"] == "graded"
+    text = (tmp_path / "feedback" / "clean.md").read_text()
+    assert "**Incomplete:** tensors could not be graded" in text and "[not-graded]" in text
+    with Gradebook(f"sqlite:///{gradebook}", course_id=COURSE_ID) as book:
+        with pytest.raises(MissingEntry):
+            book.find_submission(GRADEBOOK_ASSIGNMENT, "clean")
+        book.find_submission(GRADEBOOK_ASSIGNMENT, "inverted")
+
+
+def test_a_complete_class_has_the_status_graded(graded_class):
+    assert {row["status"] for row in graded_class["rows"].values()} == {"graded"}
 
 
 # --------------------------------------------------------------------------- bad input

@@ -9,8 +9,10 @@ submission and the release, copying, derived figures, plausibility. Every report
 trusted, so the time is that of the full path.
 
 The limit is on the CPU time the grading takes (``time.process_time``: the grader is one
-thread), so that other work on a shared machine does not make the test fail; the wall time is
-printed beside it.
+thread), in seconds of the course's reference machine: other work on a shared machine inflates
+even CPU time (a busy sibling hyperthread, a lower clock), so the limit is multiplied by how
+much longer a fixed piece of work took in CPU time, measured before and after
+(``learning.check.pace``). The wall time is printed beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 
 from own_work import own_solution  # the learner's own add kernel, not the reference's
 
+from learning.check import pace
 from learning.grade import find_submissions, load_release, validate_reports
 from learning.grade.clone import make_clone, run_bench
 
@@ -49,11 +52,16 @@ def test_a_thousand_reports_are_graded_within_ten_seconds(tmp_path):
         (folder / "reports").mkdir()
         (folder / "reports" / "add.json").write_text(json.dumps(report, indent=1))
 
+    before = pace.measure()
     wall, cpu = time.perf_counter(), time.process_time()
     verdicts = validate_reports(find_submissions(tmp_path / "class"), load_release(release))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    slowdown = max(before.cpu_slowdown, pace.measure().cpu_slowdown)
 
     untrusted = [v for reports in verdicts.values() for v in reports if not v.trusted]
     assert len(verdicts) == LEARNERS and not untrusted, untrusted[:1]
     print(f"\n{LEARNERS} reports: {cpu:.1f} s of CPU, {wall:.1f} s of wall time")
-    assert cpu <= LIMIT_S, f"{LEARNERS} reports took {cpu:.1f} s of CPU"
+    assert cpu <= LIMIT_S * slowdown, (
+        f"{LEARNERS} reports took {cpu:.1f} s of CPU; the limit is {LIMIT_S:g} s on the "
+        f"reference machine, {LIMIT_S * slowdown:.1f} s at this machine's pace"
+    )

@@ -217,10 +217,10 @@ def test_the_row_stride_hint_names_a_kernel_that_steps_by_the_width():
                                        dtype=torch.float32, labels=("output",))  # fmt: skip
     assert not verdicts[0].passed
     hints = kernel_hints.explain(spec, {"x": x.contiguous()}, (got,), expected, verdicts,
-                                 dtype=torch.float32, scale=1.0, start_here="",
+                                 dtype=torch.float32, start_here="",
                                  pads={"x": 1000 - 781})  # fmt: skip
     assert any("row 0 is right and later rows are wrong" in h and "x's rows lie width + 219"
                in h for h in hints), hints  # fmt: skip
     contiguous = kernel_hints.explain(spec, {"x": x.contiguous()}, (got,), expected, verdicts,
-                                      dtype=torch.float32, scale=1.0, start_here="")
+                                      dtype=torch.float32, start_here="")
     assert not any("row 0 is right" in h for h in contiguous)  # rows that touch: no such hint

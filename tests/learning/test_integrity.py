@@ -104,3 +104,32 @@ def test_an_escaped_grandchild_is_killed_and_the_checkers_own_children_live_on(t
     assert alive_before == "True" and int(killed) >= 1
     assert alive_after == "False", "the escaped grandchild survived"
     assert others_alive == "True", "a process the checker started itself was killed"
+
+
+@pytest.mark.skipif(integrity.dumpable() is None, reason="PR_GET_DUMPABLE is Linux's")
+def test_the_checker_is_not_dumpable_while_a_check_module_runs(monkeypatch):
+    """While learner code can run, is the checker's process closed to /proc readers of its
+    user (memory, environment, open files: where the seed is), and as it was afterwards?"""
+    import importlib
+
+    from learning.check.model import CheckResult
+    from learning.check.runner import check_exercise
+
+    module = importlib.import_module("learning.check.foundations")
+    seen = []
+
+    def run(exercise, impl, session):
+        seen.append(integrity.dumpable())
+        return [CheckResult("looked", True, 1.0, "")]
+
+    monkeypatch.setattr(module, "run", run)
+    before = integrity.dumpable()
+    assert before is True  # an ordinary process
+    check_exercise("tensors", "reference")
+    assert seen == [False]
+    assert integrity.dumpable() is before
+    with integrity.hidden():  # nested, as the grader's run holds a check's
+        with integrity.hidden():
+            assert integrity.dumpable() is False
+        assert integrity.dumpable() is False
+    assert integrity.dumpable() is True

@@ -34,7 +34,8 @@ from learning.correctness import compare_all, output_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPE = torch.float32
-SHAPES = {"M x N": (8, 96), "M x N x K": (40, 24, 48)}  # masks in every dimension, small
+SHAPES = {"M x N": (8, 96), "M x N x K": (40, 24, 48),
+          "B x H x N x D": (1, 2, 19, 64)}  # masks in every dimension, small  # fmt: skip
 
 
 def _shape(spec: ops.OpSpec) -> tuple[int, ...]:

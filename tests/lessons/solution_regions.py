@@ -58,7 +58,7 @@ def regions(root: Path = ROOT) -> tuple[Region, ...]:
     A run of a region's lines that a learner's copy holds as well (the reference repeats a
     few lines of a solution in code it does not strip: tile arithmetic, say) gives nothing
     away, so it does not count; nor does one that the engine's own source holds: the course
-    shows the registry (`learning/ops.py`) as the spec, and a solution that is that spec,
+    shows the registry (`learning/ops/`) as the spec, and a solution that is that spec,
     written out again (`residual_rmsnorm` is `ops.rmsnorm_composition`), is ``spec``, with no
     runs. Every other region keeps runs that count (a test proves it)."""
     copies = make_exercises.plan(root).values()

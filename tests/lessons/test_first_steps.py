@@ -26,9 +26,13 @@ def test_make_course_ends_with_the_lesson_to_open_after_its_checks():
     and the JupyterLab command that opens it."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
+    # Under `make test` this runs inside another make, whose MAKEFLAGS and MAKELEVEL would
+    # add "Entering/Leaving directory" lines to what is printed: the recipe alone is wanted.
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}  # fmt: skip
     printed = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "course"], cwd=ROOT, capture_output=True,
-        text=True, check=True,
+        ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "course"], cwd=ROOT,
+        capture_output=True, text=True, check=True, env=environment,
     ).stdout.splitlines()  # fmt: skip
     recipe = "\n".join(printed)
     checks = (

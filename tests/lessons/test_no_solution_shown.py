@@ -31,7 +31,7 @@ from solution_regions import (
 )
 from test_notebooks_run import (
     KERNEL_NAME,
-    NOTEBOOK_LIMIT_S,
+    NOTEBOOK_BACKSTOP_S,
     PAGER_AS_OUTPUT,
     kernel_environment,
 )
@@ -62,7 +62,7 @@ def solutions_shown(notebook, cwd: Path) -> dict[int, list]:
     client = NotebookClient(
         notebook,
         kernel_name=KERNEL_NAME,
-        timeout=NOTEBOOK_LIMIT_S,
+        timeout=NOTEBOOK_BACKSTOP_S,
         startup_timeout=60,
         shutdown_kernel="immediate",
         extra_arguments=[PAGER_AS_OUTPUT],
@@ -156,7 +156,7 @@ CELLS = [
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(NOTEBOOK_LIMIT_S)
+@pytest.mark.timeout(NOTEBOOK_BACKSTOP_S)
 def test_each_way_of_showing_a_solution_is_caught():
     """Is a cell caught when it prints, pages, reads, cats or displays a solution region, and
     not when it shows the skeleton or code without a solution?"""

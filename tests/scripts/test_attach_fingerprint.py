@@ -23,11 +23,11 @@ def test_bad_inputs_exit_2_with_one_line_and_leave_the_file_alone(tmp_path):
         # a file that is not in the commit
         [output, "--commit", "HEAD", *common, "--files", "no/such/file.py"],
         # --measured without saying where the file came from
-        [output, "--commit", "HEAD", *common, "--files", "learning/ops.py",
-         "--measured", f"learning/ops.py={output}"],
+        [output, "--commit", "HEAD", *common, "--files", "learning/ops/spec.py",
+         "--measured", f"learning/ops/spec.py={output}"],
         # --measured without =FILE
-        [output, "--commit", "HEAD", *common, "--files", "learning/ops.py",
-         "--measured", "learning/ops.py", "--note", "x"],
+        [output, "--commit", "HEAD", *common, "--files", "learning/ops/spec.py",
+         "--measured", "learning/ops/spec.py", "--note", "x"],
     ]  # fmt: skip
     for args in cases:
         result = _run(*args)

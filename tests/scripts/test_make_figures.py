@@ -133,7 +133,7 @@ def fixture_report() -> dict:
                 {"torch": 0.25, "compile": 0.25, "triton": 0.30},
             ),
         ],  # fmt: skip
-        "fingerprint": {"algorithm": "sha256", "files": {"learning/ops.py": "a" * 64}},
+        "fingerprint": {"algorithm": "sha256", "files": {"learning/ops/spec.py": "a" * 64}},
         "source_snapshots": {},
     }
 

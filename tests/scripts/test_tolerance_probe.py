@@ -47,7 +47,7 @@ def test_probe_writes_a_record_with_fractions_within_the_tolerance(tmp_path: Pat
     record = json.loads(output.read_text())
     assert is_record(record) and record["script"] == "scripts/tolerance_probe.py"
     assert record["argv"] == list(map(str, args))
-    for name in ("scripts/tolerance_probe.py", "learning/correctness.py", "learning/ops.py",
+    for name in ("scripts/tolerance_probe.py", "learning/correctness.py", "learning/ops/spec.py",
                  "reference/kernels/softmax.py"):  # fmt: skip
         assert name in record["fingerprint"]["files"], name
     if importlib.util.find_spec("jsonschema"):  # the validator needs it; the GPU image lacks it

@@ -71,7 +71,8 @@ def run(
     imported = module.load(IMPORT_LIMIT_S)
     points = float(sum(check.points for check in spec.checks))
     if imported.timed_out:
-        message = (f"importing {module_name} did not finish within {IMPORT_LIMIT_S:g} s: is there "
+        limit = session.scaled(IMPORT_LIMIT_S)
+        message = (f"importing {module_name} did not finish within {limit:g} s: is there "
                    "a loop at the top level of the file that never ends?")  # fmt: skip
         return [CheckResult(f"import {module_name}", False, points, message)]
     if imported.error is not None:  # a syntax error or a bad import in the learner's file

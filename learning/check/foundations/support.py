@@ -18,7 +18,9 @@ import torch
 
 from learning.check.remote import CallTimedOut, Outcome, ProcessDied, RemoteModule
 
-CALL_LIMIT_S = 5.0  # per call into the learner's code; the whole exercise runs in a few seconds
+# per call into the learner's code, in seconds of the reference machine (the session scales
+# it: learning.check.pace); the whole exercise runs in a few seconds
+CALL_LIMIT_S = 5.0
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
@@ -43,8 +45,8 @@ class Learner:
             exists, is_callable, value = self.module.attribute(name, CALL_LIMIT_S)
         except ProcessDied as died:
             raise Failed(f"looking up {name} ended the check process: {died.reason}") from None
-        except CallTimedOut:
-            raise Failed(f"looking up {name} did not finish within {CALL_LIMIT_S:g} s") from None
+        except CallTimedOut as stopped:
+            raise Failed(f"looking up {name} did not finish within {stopped.limit_s:g} s") from None
         if not exists or (not is_callable and value is None):
             raise Failed(f"{self.module.__name__} has no {name}; restore it from reference/")
         if not is_callable:
@@ -72,8 +74,9 @@ class Learner:
                 "a crash, or os._exit(), in your code; call it yourself in the notebook",
             )
         if outcome.timed_out:
+            limit = self.module.session.scaled(CALL_LIMIT_S)
             raise Failed(
-                f"{name} did not return within {CALL_LIMIT_S:g} s; look for a loop that never ends"
+                f"{name} did not return within {limit:g} s; look for a loop that never ends"
             )
         error = outcome.error
         if isinstance(error, NotImplementedError):

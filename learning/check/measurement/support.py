@@ -21,8 +21,8 @@ from learning.check.remote import (
     log_lines,
 )
 
-CALL_LIMIT_S = 2.0  # each call into the learner's code
-IMPORT_LIMIT_S = 10.0
+CALL_LIMIT_S = 2.0  # each call into the learner's code, in seconds of the reference machine
+IMPORT_LIMIT_S = 10.0  # (the session scales both: learning.check.pace)
 GB, GIB = 1e9, 2**30
 L2_EXAMPLE_BYTES = 60 * 2**20  # an example L2 size (60 MiB) for the worked cases
 
@@ -103,7 +103,8 @@ class Learner:
         if outcome.timed_out:
             raise Failed(
                 f"input:    {text}\n"
-                f"`{function}` did not return within {CALL_LIMIT_S:g} s, so it was stopped.\n"
+                f"`{function}` did not return within {self.module.session.scaled(CALL_LIMIT_S):g}"
+                " s, so it was stopped.\n"
                 "hint:     a loop that never ends? Each function here is a few lines of "
                 "arithmetic; none needs a loop whose condition could stay true."
             )
@@ -177,7 +178,7 @@ def load(impl: str, session: Session) -> Learner | str:
         return Learner(module, outcome.value)
     if outcome.timed_out:
         return (
-            f"importing {path} did not finish within {IMPORT_LIMIT_S:g} s.\n"
+            f"importing {path} did not finish within {session.scaled(IMPORT_LIMIT_S):g} s.\n"
             "hint:     code at the top level of the file runs when it is imported; is there a "
             "loop there (or a call to one of your functions) that never ends?"
         )
@@ -300,14 +301,13 @@ def registry_bytes(op: str, shape: tuple[int, ...], element_size: int) -> int:
 
 
 def taught_ops(training: bool) -> list[str]:
-    """The registry's ops whose byte counts lesson 7 teaches: every op but the row reductions
-    (lesson 3's), forward or training."""
+    """The registry's ops whose byte counts lesson 7 teaches: those of the forward group
+    (``all``) or the training group, but the row reductions (lesson 3's). Ops of the later
+    groups (attention's B x H x N x D, lesson 18) are not lesson 7's."""
     from learning import ops
 
-    return [
-        spec.name for spec in ops.OPS.values()
-        if spec.training == training and not spec.reduces_rows
-    ]  # fmt: skip
+    group = ops.GROUPS["training" if training else "all"]
+    return [name for name in group if not ops.OPS[name].reduces_rows]
 
 
 def registry_flops(op: str, shape: tuple[int, ...]) -> int:

@@ -75,15 +75,16 @@ def test_a_fresh_copy_is_fresh(scratch):
 def test_adding_an_op_stales_no_case(scratch):
     root, report = scratch
     definitions = root / "learning" / "ops"
-    text = (definitions / "add.py").read_text().replace('name="add"', 'name="add_again"')
-    (definitions / "add_again.py").write_text(text)
+    text = (definitions / "add/__init__.py").read_text().replace('name="add"', 'name="add_again"')
+    (definitions / "add_again").mkdir()
+    (definitions / "add_again/__init__.py").write_text(text)
     _edit(definitions / "__init__.py", '"matmul"),', '"matmul", "add_again"),')
     assert _stale(report, root) == set()
 
 
 def test_rewording_an_op_summary_stales_no_case(scratch):
     root, report = scratch
-    _edit(root / "learning/ops/softmax.py", "Softmax over the last dimension.",
+    _edit(root / "learning/ops/softmax/__init__.py", "Softmax over the last dimension.",
           "The softmax of each row.")  # fmt: skip
     assert _stale(report, root) == set()
 
@@ -128,7 +129,7 @@ def test_editing_the_spec_type_stales_every_case(scratch):
 
 def test_a_forward_definition_binds_its_training_op(scratch):
     root, report = scratch
-    _edit(root / "learning/ops/rmsnorm.py", "RMSNORM_EPS = 1e-6", "RMSNORM_EPS = 1e-5")
+    _edit(root / "learning/ops/rmsnorm/__init__.py", "RMSNORM_EPS = 1e-6", "RMSNORM_EPS = 1e-5")
     assert _stale(report, root) == {"rmsnorm", "rmsnorm_train"}
 
 
@@ -168,7 +169,7 @@ def test_a_learner_report_is_not_staled_by_a_checker_message(pristine, tmp_path)
 
 def test_an_op_defined_nowhere_is_stale_saying_why(scratch):
     root, report = scratch
-    (root / "learning/ops/max.py").unlink()
+    shutil.rmtree(root / "learning/ops/max")
     stale = {s.op: s.reasons for s in binding.stale_ops(report, root)}
     assert list(stale) == ["max"]
     assert "no definition of op 'max'" in stale["max"][0]
@@ -196,7 +197,7 @@ def test_a_report_missing_its_own_kernel_is_invalid_naming_it():
 
 def test_a_report_missing_a_core_module_or_its_definition_is_invalid(scratch):
     root, report = scratch
-    for path in ("learning/bench/timers.py", "learning/ops/softmax.py"):
+    for path in ("learning/bench/timers.py", "learning/ops/softmax/__init__.py"):
         forged = copy.deepcopy(report)
         for table in (forged["fingerprint"]["files"], forged["fingerprint"]["normalized"]):
             del table[path]

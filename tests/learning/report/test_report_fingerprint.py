@@ -17,7 +17,7 @@ def test_engine_files_are_every_loaded_learning_module_and_the_schema(cpu_run):
     files, _ = _packages(cpu_run())
     for name in (
         "learning/ops/spec.py",
-        "learning/ops/softmax.py",
+        "learning/ops/softmax/__init__.py",
         "learning/correctness.py",
         "learning/bench/engine.py",
         "learning/report/validate.py",
