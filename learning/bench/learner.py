@@ -16,7 +16,10 @@ kernel-bench never imports it. For each case it:
 3. **verifies** (here): the trace is replayed with those kernels on HIDDEN inputs this process
    draws (never sent anywhere), with allocations poisoned; the variant is rejected, with the
    reason, unless every output element was stored, nothing was stored outside its buffers, the
-   inputs are unchanged and the result matches the float64 oracle.
+   inputs are unchanged and the result matches the float64 oracle. The trace is read as the
+   checker reads it (``learning.check.replaying.fresh_outputs``, and the copies and casts
+   between the launches made again: ``learning.check.replay.plumbing``), so the two accept
+   and refuse the same calls.
 4. **times** :class:`learning.check.replay.ReplayProgram`: the learner's kernels, launched as
    their function launched them. It then goes through the same gate, timing and re-check as
    every other variant (:mod:`learning.bench.gate`).
@@ -224,9 +227,11 @@ def _record_case(child, learner, spec, shape, dtype_name, seed, device, limit_s)
 def _verify_case(bundle, learner, spec, shape, dtype_name, reply: dict, device) -> LearnerCase:
     """Replay the recorded launches on hidden inputs; the timed call if they hold."""
     from learning.check.replay import ReplayError, ReplayProgram, replay
+    from learning.check.replaying import fresh_outputs
 
     name = f"{learner.package}.{spec.module}"
-    trace, described = reply.get("trace"), reply.get("described")
+    described = reply.get("described")
+    trace = fresh_outputs(reply.get("trace"), described)  # as the checker replays it
     outside = _outside_launch(trace, learner.package)
     if outside:
         return _unfinished_or(spec, name, learner, outside)

@@ -13,8 +13,14 @@ answers both:
   import path live in; :func:`changed` lists what differs afterwards. A file's identity is its
   inode, size, modification time and *change* time: the change time moves on every write,
   rename or ``chmod`` and no unprivileged process can set it back, so ``os.utime`` does not
-  hide an edit. A new file in a watched directory (a shadowing module, a ``.pth`` file)
-  changes the directory's times. The learner's own package is left out: it is theirs to edit.
+  hide an edit. A directory's identity is its inode and the entries in it that Python can load
+  code from (:func:`loadable`): a module, a package, a ``.pth`` file, a distribution's
+  metadata, each with its inode, so a new one (a shadowing module, a ``.pth`` file), a removed
+  one and one replaced by a rename are all seen. Other entries are not compared: a log, a
+  report or a temporary file that another program on the machine writes beside the course
+  (a test run, an editor) is no code any process of the checker runs, and counting it would
+  take an honest learner's marks for another program's work. The learner's own package is
+  left out: it is theirs to edit.
 * **Memory.** A worker is a descendant of the checker and runs as its user, so through
   ``/proc/PID`` it could read the checker's memory, environment and open files (the run's
   seed, which decides the hidden inputs) or write its memory (a verdict). :func:`hidden`
@@ -34,9 +40,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.machinery
 import importlib.util
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -48,19 +56,56 @@ _PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 _PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 
+# Names Python loads code or plugins from besides modules and packages: path configuration
+# files, a distribution's metadata (its entry points), eggs and zip archives on the path.
+_LOADABLE_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link", ".egg", ".zip")
+
+
 @dataclass(frozen=True)
 class DiskState:
-    """Each watched path's identity (inode, size, mtime, ctime), or None where it was absent."""
+    """Each watched path's identity, or None where it was absent: a file's (inode, size,
+    mtime, ctime), a directory's (inode, its loadable entries with their inodes)."""
 
-    entries: dict[str, tuple[int, int, int, int] | None]
+    entries: dict[str, tuple | None]
 
 
-def _identity(path: str) -> tuple[int, int, int, int] | None:
+def loadable(name: str, folder: bool) -> bool:
+    """Whether an entry of this name in a folder on the import path (or of a package) can be
+    loaded as code: ``name.py``, ``name.pyc``, an extension module, a package or namespace
+    ``folder`` (``__pycache__`` too), a ``.pth`` file, a distribution's metadata. ``name``
+    must be an identifier where Python imports it by name."""
+    if name.endswith(_LOADABLE_SUFFIXES):
+        return True
+    if folder:
+        return name.isidentifier()
+    for suffix in sorted(importlib.machinery.all_suffixes(), key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)].isidentifier()
+    return False
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir() or entry.is_symlink()  # a link may point to a folder later
+    except OSError:
+        return True
+
+
+def _identity(path: str) -> tuple | None:
     try:
         status = os.lstat(path)
     except OSError:
         return None
-    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    if not stat.S_ISDIR(status.st_mode):
+        return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    try:
+        with os.scandir(path) as entries:
+            listed = frozenset(
+                (e.name, e.inode()) for e in entries if loadable(e.name, _is_folder(e))
+            )
+    except OSError:
+        listed = None  # unreadable now: compared as such
+    return (status.st_ino, listed)
 
 
 def _inside(path: str, folders: Sequence[str]) -> bool:
@@ -218,5 +263,15 @@ def kill_strays(keep: Iterable[int] = (), settle_s: float = 0.05, limit_s: float
     return killed
 
 
-__all__ = ["DiskState", "become_subreaper", "changed", "children", "dumpable", "hidden",
-           "kill_strays", "snapshot", "watched_paths"]
+__all__ = [
+    "DiskState",
+    "become_subreaper",
+    "changed",
+    "children",
+    "dumpable",
+    "hidden",
+    "kill_strays",
+    "loadable",
+    "snapshot",
+    "watched_paths",
+]

@@ -76,12 +76,7 @@ from learning.check.remote import (
     python_path,
 )
 from learning.check.replay.extract import COURSE_PACKAGE, extract_sources, moved_helper
-from learning.check.replaying import (
-    ReplayService,
-    copied_inputs,
-    fresh_outputs,
-    kernel_sources,
-)
+from learning.check.replaying import ReplayService, fresh_outputs, kernel_sources
 from learning.check.seeds import SEED_VARIABLE
 from learning.check.wrapper_paths import CHUNK, primes
 from learning.ops.spec import GEMM, ROWS
@@ -709,15 +704,14 @@ class _Exercise:
         self._note_reports(op, reply, observed, context)
         trace, described = reply.get("trace"), reply.get("described")
         replayable = type(trace) is dict and bool(trace.get("launches"))
-        if replayable:
-            trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
+        trace = fresh_outputs(trace, described)
         if not all(v.passed for v in verdicts):
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
             if replayable and picture.worth_drawing(op.cases, outputs):
-                call.picture_replay = service.submit(trace, described, {
-                    **values, **copied(values)}, self._replay_limit(case),
-                    owners=True)  # fmt: skip
+                call.picture_replay = service.submit(trace, described, values,
+                                                     self._replay_limit(case),
+                                                     owners=True)  # fmt: skip
             return
         if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
             op.fault("stable", f"{context}\nnon-deterministic: the same inputs gave different "
@@ -737,13 +731,10 @@ class _Exercise:
                      "(torch.cuda.stream(...)): the caller's stream does not wait for it, so "
                      "whatever reads the output next can read it before it is written. Launch "
                      "on the current stream")  # fmt: skip
-        if not replayable:
-            trace, copied = copied_inputs(fresh_outputs(trace, described), reply.get("copies"))
         call.hidden = self._draw(call, "hidden")
         limit = self._replay_limit(case)
-        call.hidden_replay = service.submit(trace, described, {**call.hidden,
-                                                               **copied(call.hidden)}, limit)
-        call.given_request = (trace, described, {**values, **copied(values)}, limit)
+        call.hidden_replay = service.submit(trace, described, call.hidden, limit)
+        call.given_request = (trace, described, values, limit)
         if call.how == "first" and call.bitwise:
             call.given_replay = service.submit(*call.given_request)
 

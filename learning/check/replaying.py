@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from learning.check import protocol
-from learning.check.kernel_guards import _span
 from learning.check.remote import (
     STARTUP_LIMIT_S,
     CallTimedOut,
@@ -286,134 +284,59 @@ class _Named:
     index: int = 0
 
 
-_MAX_COPIED_BYTES = 1 << 30
-
-
-def copied_inputs(trace: dict, copies) -> tuple[dict, Callable[[dict], dict]]:
-    """The trace with each buffer the kernels read that holds only copies of inputs turned into
-    an input of its own, and how to make that input from the call's input values.
-
-    A wrapper may copy an input into memory it allocated before launching (the reference GEMM
-    aligns an operand's rows so: ``aligned.copy_(a)``). The recorder then sees a buffer that
-    PyTorch wrote (*opaque*), which a replay refuses. The worker reports each ``copy_``
-    (:func:`learning.check.worker._watching_copies`); when such a buffer's writes are copies of
-    inputs, the replay can make the same copies from the inputs it is given: a copy of input
-    values carries no answer, whatever the worker claims about it. Anything that does not fit
-    (a copy from elsewhere, a view outside the buffer) leaves the buffer opaque, and refused.
-    """
-    buffers = trace.get("buffers") if isinstance(trace, dict) else None
-    if not isinstance(buffers, list) or not isinstance(copies, list) or not copies:
-        return trace, lambda values: {}
-    by_id = {b.get("id"): b for b in buffers if isinstance(b, dict)}
-    plans: dict[int, list] = {}
-    for pair in copies:
-        if not (isinstance(pair, list) and len(pair) == 2 and all(map(_is_view, pair))):
-            continue
-        to, source = pair
-        dest, origin = by_id.get(to["buffer"]), by_id.get(source["buffer"])
-        if not (isinstance(dest, dict) and isinstance(origin, dict)):
-            continue
-        if dest.get("kind") != "opaque" or origin.get("kind") != "input":
-            continue
-        if not _is_layout(origin) or to["dtype"] != source["dtype"]:
-            continue
-        plans.setdefault(to["buffer"], []).append((to, origin, source))
-    rewritten = []
-    made: dict[str, tuple] = {}
-    for buffer in buffers:
-        plan = plans.get(buffer.get("id")) if isinstance(buffer, dict) else None
-        dtype = _dtype(plan[0][0]["dtype"]) if plan else None
-        nbytes = buffer.get("nbytes") if plan else None
-        if not plan or dtype is None or type(nbytes) is not int or not 0 < nbytes <= (
-            _MAX_COPIED_BYTES) or nbytes % dtype.itemsize:  # fmt: skip
-            rewritten.append(buffer)
-            continue
-        name = f"copied_{buffer['id']}"
-        numel = nbytes // dtype.itemsize
-        made[name] = (dtype, numel, plan)
-        rewritten.append({**buffer, "kind": "input", "name": name, "dtype": plan[0][0]["dtype"],
-                          "size": [numel], "stride": [1], "fill": None})  # fmt: skip
-
-    def extra(values: dict) -> dict:
-        import torch
-
-        inputs = {}
-        for name, (dtype, numel, plan) in made.items():
-            flat = torch.full((numel,), float("nan"), dtype=dtype)
-            try:
-                for to, origin, source in plan:
-                    span = _span(tuple(origin["size"]), tuple(origin["stride"]))
-                    laid = torch.full((span,), float("nan"), dtype=dtype)
-                    laid.as_strided(origin["size"], origin["stride"]).copy_(values[origin["name"]])
-                    copied = laid.as_strided(source["shape"], source["stride"], source["offset"])
-                    flat.as_strided(to["shape"], to["stride"], to["offset"]).copy_(copied)
-            except (RuntimeError, KeyError, TypeError, ValueError, IndexError):
-                continue  # not a copy the checker can make: the buffer stays unreplayable
-            inputs[name] = flat
-        return inputs
-
-    return {**trace, "buffers": rewritten}, extra
-
-
 def fresh_outputs(trace: dict, described) -> dict:
     """The trace with every buffer an output lies in made a fresh (poisoned) allocation, unless
-    it starts as zeros.
+    it starts as zeros: what the checker and kernel-bench replay, both.
 
     An output buffer the recorder calls opaque is memory this call did not allocate (an output
-    kept from an earlier call and written again) or that PyTorch wrote. A constant one holds a
-    single value everywhere, and that value can be the answer itself (a softmax one column
-    wide is 1.0 everywhere, whatever the input). Replayed as a fresh allocation, such a buffer
-    holds the checker's marked NaN until the kernels store into it: a kernel that writes all of
-    it is replayed as it ran; anything else shows as unwritten or wrong. Only an output that
-    starts as zeros keeps its fill, so that a kernel may add into it (``torch.zeros`` and
-    ``tl.atomic_add``): no input the checker draws has an answer of all zeros. Poison can only
-    take an answer away, so this holds whatever the worker claims."""
+    kept from an earlier call and written again) or that PyTorch wrote.
+    A constant one holds a single value everywhere, and that value can be the answer itself (a
+    softmax one column wide is 1.0 everywhere, whatever the input). Replayed as a fresh
+    allocation, such a buffer holds the checker's marked NaN until the kernels store into it: a
+    kernel that writes all of it is replayed as it ran; anything else shows as unwritten or
+    wrong. Only an output that starts as zeros keeps its fill, so that a kernel may add into it
+    (``torch.zeros`` and ``tl.atomic_add``): no input the checker draws has an answer of all
+    zeros. Poison can only take an answer away, so this holds whatever the worker claims.
+
+    An opaque output that only copies and casts wrote (``y32.to(x.dtype)``, no kernel was
+    handed it) is left to them: the replay makes it again from their sources, or refuses it as
+    a tensor PyTorch computed when a source is one (:mod:`learning.check.replay.plumbing`)."""
     buffers = trace.get("buffers") if isinstance(trace, dict) else None
     if not isinstance(buffers, list) or not isinstance(described, list):
         return trace
     outputs = {d.get("buffer") for d in described if isinstance(d, dict)}
+    copied = _copied_only(trace)
     rewritten = [
-        {**b, "kind": "alloc", "fill": None} if _answer_may_lie_in(b, outputs) else b
+        {**b, "kind": "alloc", "fill": None} if _answer_may_lie_in(b, outputs, copied) else b
         for b in buffers
     ]  # fmt: skip
     return {**trace, "buffers": rewritten}
 
 
-def _answer_may_lie_in(buffer, outputs: set) -> bool:
+def _answer_may_lie_in(buffer, outputs: set, copied: set) -> bool:
     if not isinstance(buffer, dict) or buffer.get("id") not in outputs:
         return False
     kind, fill = buffer.get("kind"), buffer.get("fill")
     zeros = type(fill) in (int, float, bool) and fill == 0
-    return kind == "opaque" or (kind == "const" and not zeros)
+    return (kind == "opaque" and buffer.get("id") not in copied) or (kind == "const" and not zeros)
 
 
-def _is_view(entry) -> bool:
-    return (
-        isinstance(entry, dict) and type(entry.get("buffer")) is int
-        and type(entry.get("offset")) is int and entry["offset"] >= 0
-        and _ints(entry.get("shape")) and _ints(entry.get("stride"))
-        and len(entry["shape"]) == len(entry["stride"]) and _dtype(entry.get("dtype")) is not None
-    )  # fmt: skip
-
-
-def _is_layout(buffer: dict) -> bool:
-    return (
-        _ints(buffer.get("size")) and _ints(buffer.get("stride"))
-        and len(buffer["size"]) == len(buffer["stride"]) and isinstance(buffer.get("name"), str)
-    )  # fmt: skip
-
-
-def _ints(value) -> bool:
-    return isinstance(value, list) and len(value) <= 8 and all(
-        type(v) is int and 0 <= v < 2**40 for v in value
-    )  # fmt: skip
-
-
-def _dtype(name):
-    import torch
-
-    dtype = getattr(torch, name, None) if isinstance(name, str) else None
-    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
+def _copied_only(trace: dict) -> set:
+    """The buffers steps wrote into that no launch was handed (as the trace says: a claim
+    either poisons a buffer or leaves it to the replay's rule for steps)."""
+    written = set()
+    for step in trace.get("steps") if isinstance(trace.get("steps"), list) else []:
+        target = step.get("to") if isinstance(step, dict) else None
+        if isinstance(target, dict):
+            written.add(target.get("buffer"))
+    launches = trace.get("launches")
+    for launch in launches if isinstance(launches, list) else []:
+        arguments = launch.get("args") if isinstance(launch, dict) else None
+        for value in arguments.values() if isinstance(arguments, dict) else []:
+            tensor = value.get("tensor") if isinstance(value, dict) else None
+            if isinstance(tensor, dict):
+                written.discard(tensor.get("buffer"))
+    return written
 
 
 def kernel_sources(package_root: Path, folder: str = "kernels") -> dict[str, str]:

@@ -190,9 +190,8 @@ class Worker:
         recorder = self.recorder(self._package_root(request.get("package")))
         for name, value in inputs.items():
             recorder.add_input(name, value)
-        copies: list = []
         threads_before = set(threading.enumerate())
-        with self.trap() as trap, recorder, _watching_copies(copies):
+        with self.trap() as trap, recorder:
             outputs = tuple(path(inputs) if path else spec.call(function, inputs))
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()
@@ -209,11 +208,9 @@ class Worker:
             self.kept[request["call"]] = inputs
         self.recent.append(outputs)
         described = recorder.describe_outputs(outputs)
-        copied = [recorder.describe_outputs(pair) for pair in copies]
         return {
             "ok": True, "outputs": at_return, "settled": settled, "trace": recorder.trace(),
             "described": described, "observed": observed, "path": taken,
-            "copies": [pair for pair in copied if not any("error" in side for side in pair)],
         }  # fmt: skip
 
     def _kernel_inputs(self, request: dict, spec) -> dict:
@@ -298,31 +295,6 @@ def _forced_path(module, path: dict | None):
         return tuple(values[name] for name in path["outputs"])
 
     return call, "forced"
-
-
-@contextmanager
-def _watching_copies(copies: list):
-    """Note every ``Tensor.copy_`` between two tensors of one dtype and shape, as
-    ``(destination, source)``: a kernel wrapper may copy an input into memory it allocated
-    (to align its rows), and the checker can make that copy again from the inputs it hides."""
-    import torch
-
-    original = torch.Tensor.copy_
-
-    def copy_(destination, source, *args, **kwargs):
-        result = original(destination, source, *args, **kwargs)
-        if (
-            type(destination) is torch.Tensor and type(source) is torch.Tensor
-            and destination.dtype == source.dtype and destination.shape == source.shape
-        ):  # fmt: skip
-            copies.append((destination, source))
-        return result
-
-    torch.Tensor.copy_ = copy_
-    try:
-        yield
-    finally:
-        del torch.Tensor.copy_  # the method is the C base class's: remove the wrapper
 
 
 def _on_device(value, device: str):

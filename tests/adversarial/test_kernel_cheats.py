@@ -324,6 +324,73 @@ NOT_YOURS_CHEATS = {
         """,
         "softmax", "no Triton kernel ran",
     ),
+    # Copies and casts are made again in the replay (learning/check/replay/plumbing.py), from
+    # the replay's own tensors: an answer PyTorch computed does not pass through one.
+    "PyTorch's softmax passed through .to": (
+        """
+        def softmax(x):
+            decoy(x)
+            return torch.softmax(x.double(), dim=-1).to(x.dtype)  # always a copy and a cast
+        """,
+        "softmax", "is a tensor PyTorch computed (.to()",
+    ),
+    "PyTorch's softmax made contiguous": (
+        """
+        def softmax(x):
+            decoy(x)
+            return torch.softmax(x.float(), dim=-1).to(x.dtype).t().contiguous().t()
+        """,
+        "softmax", "is a tensor PyTorch computed (.clone() or .contiguous()",
+    ),
+    "a clone of PyTorch's answer": (
+        """
+        def softmax(x):
+            decoy(x)
+            return torch.softmax(x.float(), dim=-1).to(x.dtype).clone()
+        """,
+        "softmax", "is a tensor PyTorch computed (.clone() or .contiguous()",
+    ),
+    "PyTorch's answer copied into an output": (
+        """
+        def softmax(x):
+            y = torch.empty_like(x)
+            decoy(x)
+            y.copy_(torch.softmax(x.float(), dim=-1).to(x.dtype))
+            return y
+        """,
+        "softmax", "a tensor PyTorch computed (torch.empty_like",
+    ),
+    "the kernel's rows and PyTorch's, cast together": (
+        """
+        def softmax(x):
+            y32 = torch.empty(x.shape, dtype=torch.float32)
+            rows = min(8, x.shape[0])
+            launch(x[:rows], y32[:rows])
+            y32[rows:] = torch.softmax(x[rows:].float(), dim=-1)
+            return y32.to(x.dtype)
+        """,
+        "softmax", REPLAYED,
+    ),
+    "PyTorch's gradient cast by autograd": (
+        """
+        class Softmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(y := launch(x, torch.empty_like(x)))
+                return y
+
+            @staticmethod
+            def backward(ctx, dy):
+                (y,) = ctx.saved_tensors
+                y, dy = y.double(), dy.double()
+                return y * (dy - (y * dy).sum(dim=-1, keepdim=True))  # autograd casts it back
+
+
+        def softmax(x):
+            return Softmax.apply(x)
+        """,
+        "softmax_train", "a tensor PyTorch computed",
+    ),
     # Honest when it sees the checker (its modules, its name on the command line or the
     # stack), a cheat otherwise: the worker shows it none of them.
     "honest only under the checker": (

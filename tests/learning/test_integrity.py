@@ -39,6 +39,59 @@ def test_a_new_file_beside_loaded_modules_is_seen(module_dir):
     assert str(module_dir.resolve()) in integrity.changed(before)
 
 
+def test_another_programs_files_beside_loaded_modules_are_no_change(module_dir):
+    """A log, a report, a cache folder and a temporary file that another program (a test run
+    beside the check, an editor) writes or removes next to the course are no code any process
+    of the checker loads: the run stays trusted."""
+    (module_dir / "old.log").write_text("")
+    before = integrity.snapshot()
+    (module_dir / "run.log").write_text("a line\n")
+    (module_dir / "report.json").write_text("{}\n")
+    (module_dir / ".pytest_cache").mkdir()
+    (module_dir / "tmpk3j_x9").write_bytes(b"")
+    (module_dir / "old.log").unlink()
+    assert integrity.changed(before) == []
+
+
+@pytest.mark.parametrize("how", ["new module", "new package", "pth", "metadata", "removed",
+                                 "replaced by a rename"])  # fmt: skip
+def test_code_added_removed_or_replaced_beside_loaded_modules_is_seen(module_dir, how):
+    before = integrity.snapshot()
+    if how == "new module":
+        (module_dir / "json.py").write_text("")
+    elif how == "new package":
+        (module_dir / "fastjsonschema").mkdir()
+    elif how == "pth":
+        (module_dir / "evil.pth").write_text("import os\n")
+    elif how == "metadata":
+        (module_dir / "plugin-1.0.dist-info").mkdir()
+    elif how == "removed":
+        (module_dir / "course_thing.py").unlink()
+    else:
+        (module_dir / "new.tmp").write_text("VALUE = 2\n")
+        os.replace(module_dir / "new.tmp", module_dir / "course_thing.py")
+    assert str(module_dir.resolve()) in integrity.changed(before)
+
+
+def test_a_file_written_beside_the_course_during_a_check_costs_no_marks(module_dir,
+                                                                       monkeypatch):  # fmt: skip
+    """Another program writes a log into a folder on the checker's import path while a check
+    runs (a test run beside it, as ``pytest -n 2`` does): the learner's marks stand."""
+    from learning.check import runner
+
+    snapshot = integrity.snapshot
+
+    def written_meanwhile(*args, **kwargs):
+        state = snapshot(*args, **kwargs)
+        (module_dir / "other-program.log").write_text("written during the check\n")
+        return state
+
+    monkeypatch.setattr(integrity, "snapshot", written_meanwhile)
+    report = runner.check_exercise("oracles", "reference", seed=7)
+    assert (module_dir / "other-program.log").exists()
+    assert report.points == report.max_points, [c.message for c in report.checks if not c.passed]
+
+
 def test_the_learners_own_folder_is_not_watched(module_dir):
     before = integrity.snapshot(exclude=[module_dir])
     (module_dir / "course_thing.py").write_text("VALUE = 3\n")

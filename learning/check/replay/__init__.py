@@ -8,8 +8,10 @@ checker does not take the answer from that process at its word. It asks for *evi
 1. **Record** (in the untrusted process). While your function runs, :class:`TraceRecorder`
    writes down every Triton launch: which kernel, its grid, its scalar and ``tl.constexpr``
    arguments, and, for each tensor argument, which buffer it points into (an input, a
-   ``torch.empty``-style allocation, a constant fill) and where. That list is the *trace*:
-   plain JSON, no Python objects.
+   ``torch.empty``-style allocation, a constant fill) and where; and, between the launches,
+   each copy or cast the call made of a tensor (``x.contiguous()``, ``y32.to(x.dtype)``: the
+   *steps* of :mod:`learning.check.replay.plumbing`). That list is the *trace*: plain JSON,
+   no Python objects.
 2. **Extract** (trusted). :func:`extract_kernels` reads your source files as text
    (``ast.parse``: they are never imported or run) and keeps only the ``@triton.jit``
    functions, the constants they read, and the imports between your files. Each kernel body is
@@ -19,8 +21,9 @@ checker does not take the answer from that process at its word. It asks for *evi
    a :class:`KernelSourceError` that names the file and line.
 3. **Replay** (trusted, in a fresh process). :func:`replay` loads those extracted kernels,
    builds every buffer afresh, fills the inputs with NEW values (same shapes, strides and
-   dtypes) that your code never saw, and makes the recorded launches again, in order. The
-   checker then compares what the replayed kernels stored with the float64 oracle.
+   dtypes) that your code never saw, and makes the recorded launches again, in order, with the
+   steps between them made on its own tensors (a step from a tensor PyTorch computed is not
+   made). The checker then compares what the replayed kernels stored with the float64 oracle.
 
 What is trusted: the extracted kernel text, the inputs the checker makes, and this module.
 What is evidence: a trace whose replay, on hidden inputs, stores the right answer. Only your

@@ -20,6 +20,11 @@ Under Triton's interpreter a poisoned replay also watches every load and store t
 issue (:mod:`learning.check.replay.watch`): a load outside every buffer is reported with its
 kernel and program id (an unmasked load need not change the result to be a fault), and the
 bytes each kernel moved are counted, by tensor.
+
+Between the launches a replay makes the trace's *steps* again, the copies and casts the
+recorded call made of its tensors (``x.contiguous()``, ``y32.to(torch.float16)``), on its own
+buffers: :mod:`learning.check.replay.plumbing` says which it makes, and which buffers they
+make replayable.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import torch
 import triton
 
 from learning.check.kernel_guards import _UNWRITTEN_BITS, GUARD_BYTE, guard_elements, unwritten_mask
+from learning.check.replay import plumbing
 from learning.check.replay.errors import KernelSourceError, ReplayError
 from learning.check.replay.extract import KernelBundle, extract_sources
 from learning.check.replay.traceformat import (
@@ -92,6 +98,7 @@ class _Buffer:
     label: str
     size: tuple[int, ...] = ()
     stride: tuple[int, ...] = ()
+    start: tuple[str, Any] | None = None  # what it held before a step first wrote into it
 
     @property
     def shown(self) -> str:
@@ -135,6 +142,7 @@ class _Plan:
     launches: tuple[_Launch, ...]
     outputs: tuple[_View, ...]
     scalars: dict[str, Any]
+    steps: tuple[plumbing.Step, ...] = ()  # the copies and casts made between the launches
 
 
 def _parse(trace: Any, outputs: Any, max_bytes: int) -> _Plan:
@@ -159,6 +167,15 @@ def _parse(trace: Any, outputs: Any, max_bytes: int) -> _Plan:
     if total > max_bytes:
         raise ReplayError(f"the trace's buffers hold {total} bytes; a replay allows at most "
                           f"{max_bytes}")  # fmt: skip
+    raw_steps = trace.get("steps", [])
+    require(isinstance(raw_steps, list), "trace.steps", "a list", raw_steps)
+    if len(raw_steps) > plumbing.MAX_STEPS:
+        raise ReplayError(f"the trace has {len(raw_steps)} steps; a replay takes at most "
+                          f"{plumbing.MAX_STEPS}")  # fmt: skip
+    steps = tuple(_parse_step(s, i, buffers, len(raw_launches)) for i, s in enumerate(raw_steps))
+    named = {o.get("buffer") for o in outputs if isinstance(o, dict)} if isinstance(
+        outputs, list) else set()  # fmt: skip
+    buffers, steps = plumbing.rebuild(buffers, steps, named)
     launches = tuple(_parse_launch(launch, i, buffers) for i, launch in enumerate(raw_launches))
     require(isinstance(outputs, list), "the outputs", "a list of views", outputs)
     views = tuple(_parse_output(o, i, buffers) for i, o in enumerate(outputs))
@@ -166,7 +183,7 @@ def _parse(trace: Any, outputs: Any, max_bytes: int) -> _Plan:
     require(isinstance(scalars, dict) and all(isinstance(k, str) for k in scalars),
             "trace.scalars", "a dict of named values", scalars)  # fmt: skip
     scalars = {k: decode_scalar(v, f"trace.scalars[{k!r}]") for k, v in scalars.items()}
-    return _Plan(buffers, launches, views, scalars)
+    return _Plan(buffers, launches, views, scalars, steps)
 
 
 def _parse_buffer(entry: Any, index: int) -> _Buffer:
@@ -193,7 +210,34 @@ def _parse_buffer(entry: Any, index: int) -> _Buffer:
             raise ReplayError(f"{where}: its size and stride do not span its {nbytes} bytes")
     if kind == "const":
         fill = decode_fill(entry.get("fill"), f"{where}.fill")
-    return _Buffer(index, kind, name, nbytes, dtype, fill, label, size, stride)
+    start = _parse_start(entry.get("start"), f"{where}.start") if kind == "opaque" else None
+    return _Buffer(index, kind, name, nbytes, dtype, fill, label, size, stride, start)
+
+
+def _parse_start(entry: Any, where: str) -> tuple[str, Any] | None:
+    """What an opaque buffer held before a step first wrote into it: an allocation's poison
+    or one constant (anything else, or nothing said: poison)."""
+    if entry is None:
+        return None
+    require(isinstance(entry, dict) and entry.get("kind") in ("alloc", "const"), where,
+            "{'kind': 'alloc'} or {'kind': 'const', 'fill': value}", entry)  # fmt: skip
+    if entry["kind"] == "const":
+        return "const", decode_fill(entry.get("fill"), f"{where}.fill")
+    return "alloc", None
+
+
+def _parse_step(entry: Any, index: int, buffers: tuple[_Buffer, ...],
+                launches: int) -> plumbing.Step:  # fmt: skip
+    where = f"step {index}"
+    require(isinstance(entry, dict), where, "a dict", entry)
+    after = integer(entry.get("after"), f"{where}.after", 0, launches)
+    op = entry.get("op")
+    require(op in plumbing.OPS, f"{where}.op", f"one of {', '.join(plumbing.OPS)}", op)
+    to = _parse_view(entry.get("to"), f"{where}: to", buffers, shaped=True)
+    source = _parse_view(entry.get("from"), f"{where}: from", buffers, shaped=True)
+    require(to.size == source.size, f"{where}: from", f"the shape {list(to.size)}",
+            list(source.size))  # fmt: skip
+    return plumbing.Step(index, after, op, to, source)
 
 
 def _parse_launch(entry: Any, index: int, buffers: tuple[_Buffer, ...]) -> _Launch:
@@ -221,7 +265,8 @@ def _parse_launch(entry: Any, index: int, buffers: tuple[_Buffer, ...]) -> _Laun
                 raise ReplayError(f"{shown}: {buffer.computed}; the "
                                   "checker can only replay kernels, so every tensor a kernel "
                                   "reads must be an input or memory your code allocated with "
-                                  "torch.empty/zeros/full and filled with kernels")  # fmt: skip
+                                  "torch.empty/zeros/full and filled with kernels, or a copy "
+                                  "or cast of those (.contiguous(), .to(), copy_)")  # fmt: skip
             tensors[name] = view
         else:
             values[name] = decode_scalar(value, shown)
@@ -477,6 +522,16 @@ def _memories(plan: _Plan, inputs: dict, device, fill: str, direct: bool) -> lis
 
 
 
+def _run(plan: _Plan, bound: list, memories: list[_Memory], watch=None) -> None:
+    """The recorded launches in order, each step made after the launches recorded before it."""
+    steps = list(plan.steps)
+    for launch, function in [*bound, (None, None)]:
+        while steps and (launch is None or steps[0].after <= launch.index):
+            plumbing.run(steps.pop(0), memories)
+        if launch is not None:
+            _launch(launch, function, memories, watch)
+
+
 def _launch(launch: _Launch, function: Any, memories: list[_Memory], watch=None) -> None:
     if watch is not None:
         watch.launching(launch.kernel.partition("::")[2] or launch.kernel, launch.index)
@@ -607,8 +662,7 @@ def replay_with(kernels: _Kernels, trace: dict, outputs: list[dict], inputs: dic
     _set_allocator(where)
     watch = _watch(plan, memories, owners) if fill == "poison" and where.type == "cpu" else None
     with watch or contextlib.nullcontext():
-        for launch, function in bound:
-            _launch(launch, function, memories, watch)
+        _run(plan, bound, memories, watch)
     if where.type == "cuda":
         torch.cuda.synchronize(where)
     result = ReplayResult(_outputs(plan, memories))
@@ -648,13 +702,16 @@ def _watch(plan: _Plan, memories: list[_Memory], owners: bool):
 
 
 def _owners(plan: _Plan, memories: list[_Memory], watch) -> tuple[torch.Tensor | None, ...]:
-    """Per output, an int64 tensor of its shape: who stored each element last (-1: nobody)."""
+    """Per output, an int64 tensor of its shape: who stored each element last (-1: nobody);
+    None for an output a step wrote into (a copy or cast has no program to name)."""
     found = []
+    copied = {step.to.buffer for step in plan.steps}
     for view in plan.outputs:
         buffer = memories[view.buffer].buffer
         owners = watch.owners.get(_region_name(buffer, plan))
         itemsize = view.dtype.itemsize
-        if owners is None or view.dtype != buffer.dtype or view.byte_offset % itemsize:
+        if owners is None or view.dtype != buffer.dtype or view.byte_offset % itemsize or (
+                view.buffer in copied):  # fmt: skip
             found.append(None)
             continue
         found.append(torch.from_numpy(owners).as_strided(view.size, view.stride,
@@ -690,8 +747,7 @@ class ReplayProgram:
     def __call__(self, **inputs) -> tuple[torch.Tensor, ...]:
         memories = _memories(self._plan, inputs, self.device, "none", direct=True)
         _set_allocator(self.device)
-        for launch, function in self._bound:
-            _launch(launch, function, memories)
+        _run(self._plan, self._bound, memories)
         return _outputs(self._plan, memories)
 
     def close(self) -> None:

@@ -14,9 +14,15 @@ an identity:
   ``zero_()``), it becomes a constant; anything else, a tensor PyTorch computed (*opaque*);
 * a **const**: ``torch.zeros`` / ``ones`` / ``full`` and their ``_like`` / ``new_`` forms,
   one value everywhere;
-* **opaque**: any other memory (a ``.contiguous()`` copy, the result of a PyTorch op). A
-  replay refuses a launch that reads one, except when every element holds one value: that
-  carries no answer and is recorded as a constant.
+* **opaque**: any other memory (the result of a PyTorch op, an allocation PyTorch wrote
+  before a kernel saw it). A replay refuses a launch that reads one, except when every element
+  holds one value: that carries no answer and is recorded as a constant.
+
+Besides the launches it writes down the *steps* (:mod:`learning.check.replay.plumbing`): each
+copy and conversion of a tensor the call made between them (``x.contiguous()``,
+``aligned.copy_(a)``, ``y32.to(torch.float16)``), with the memory each made recorded as a
+buffer of its own, so that a replay can make them again from its own tensors. A buffer that a
+``copy_`` writes into before any kernel saw it keeps what it held until then (``start``).
 
 Every buffer is kept alive until the recorder is garbage-collected, so that no address is
 reused for another buffer while it records. Autotuning runs (the candidates Triton times
@@ -37,6 +43,7 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from learning.check.kernel_guards import _UNWRITTEN_BITS, GUARD_BYTE
+from learning.check.replay import plumbing
 from learning.check.replay.traceformat import (
     FORMAT,
     MAX_LAUNCHES,
@@ -82,6 +89,10 @@ class TraceRecorder:
         self._signatures: dict[Any, inspect.Signature] = {}
         self._stream: Any = None  # the CUDA stream current when the call began
         self._side_streams: list[str] = []  # kernels launched on any other stream
+        self._steps: list[dict] = []  # copies and casts between the launches (plumbing.py)
+        self._launching = 0  # inside a launch: the interpreter's own copies are no steps
+        self._busy = False  # the recorder's own work: no steps either
+        self._watch: plumbing.PlumbingWatch | None = None
 
     # -- what the caller declares -----------------------------------------------------------
 
@@ -126,11 +137,16 @@ class TraceRecorder:
             original = getattr(torch.Tensor, name)
             self._patch(torch.Tensor, name, self._wrap_allocation(original, f"Tensor.{name}"))
         self._stream = _current_stream()
+        self._watch = plumbing.PlumbingWatch(self)
+        self._watch.__enter__()
         self._active = True
         return self
 
     def __exit__(self, *exc_info) -> None:
         self._active = False
+        if self._watch is not None:
+            self._watch.__exit__(None, None, None)
+            self._watch = None
         while self._patched:
             owner, name, original, own = self._patched.pop()
             if own:
@@ -153,6 +169,8 @@ class TraceRecorder:
             "launches": [dict(launch) for launch in self._launches],
             "scalars": dict(self._scalars),
         }
+        if self._steps:
+            trace["steps"] = [dict(step) for step in self._steps]
         if self._truncated:
             trace["truncated"] = True
         if self._side_streams:
@@ -224,16 +242,26 @@ class TraceRecorder:
         value everywhere (a constant now), or written by PyTorch (opaque)."""
         self._checked.add(identity)
         entry = self._buffers[identity]
-        tensor = self._keep[identity]
-        flat = _flat(tensor)
-        if entry["kind"] == "alloc" and _is_marked(flat):
+        content = self._content(identity)
+        if content == {"kind": "alloc"}:
             return
-        first = flat[0]
-        if bool((flat == first).all()) or (first.is_floating_point() and bool(flat.isnan().all())):
-            entry.update(kind="const", fill=encode_fill(first.item()))
+        if content is not None:
+            entry.update(content)
         else:
             entry.update(kind="opaque", fill=None,
                          label=f"{entry.get('label', '')}, then written by PyTorch")  # fmt: skip
+
+    def _content(self, identity: int) -> dict | None:
+        """What an allocation holds now: ``{"kind": "alloc"}`` (still as made), a constant
+        ``{"kind": "const", "fill": value}``, or None (anything else)."""
+        entry = self._buffers[identity]
+        flat = _flat(self._keep[identity])
+        if entry["kind"] == "alloc" and _is_marked(flat):
+            return {"kind": "alloc"}
+        first = flat[0]
+        if bool((flat == first).all()) or (first.is_floating_point() and bool(flat.isnan().all())):
+            return {"kind": "const", "fill": encode_fill(first.item())}
+        return None
 
     def _opaque(self, tensor: torch.Tensor) -> int:
         """Memory the recorder did not see made: opaque, or a constant if it holds one value."""
@@ -250,7 +278,9 @@ class TraceRecorder:
         self._checked.add(identity)
         return identity
 
-    def _tensor(self, tensor: torch.Tensor) -> dict:
+    def _tensor(self, tensor: torch.Tensor, look: bool = True) -> dict:
+        """``tensor`` as a view of a recorded buffer (memory not seen made is recorded now);
+        ``look``: an allocation's first use, whose content decides its kind."""
         dtype = dtype_name(tensor.dtype)
         if dtype is None:
             raise Unrecordable(f"a {tensor.dtype} tensor")
@@ -258,12 +288,77 @@ class TraceRecorder:
         identity = self._storages.get((str(storage.device), storage.data_ptr()))
         if identity is None:
             identity = self._opaque(tensor)
-        elif identity not in self._checked and self._buffers[identity]["kind"] != "input":
+        elif look and identity not in self._checked and self._buffers[identity]["kind"] != "input":
             self._first_use(identity)
         delta = tensor.data_ptr() - self._bases[identity]
         if delta % tensor.element_size():
             raise Unrecordable("a view that does not start on a whole element of its buffer")
         return {"buffer": identity, "offset": delta // tensor.element_size(), "dtype": dtype}
+
+    # -- steps (plumbing.PlumbingWatch calls these) ------------------------------------------
+
+    def _records_steps(self) -> bool:
+        return self._active and not (self._benchmarking or self._launching or self._busy)
+
+    def _writing(self, tensor: torch.Tensor) -> None:
+        """``tensor`` is about to be written by a ``copy_``: note what its buffer held so far,
+        if no kernel has seen it yet (its ``start``), or record memory not seen made. Never
+        raises: the call goes on whatever the recorder makes of its tensors."""
+        if type(tensor) is not torch.Tensor or dtype_name(tensor.dtype) is None:
+            return
+        self._busy = True
+        try:
+            storage = tensor.untyped_storage()
+            identity = self._storages.get((str(storage.device), storage.data_ptr()))
+            if identity is None:
+                self._tensor(tensor)
+                return
+            entry = self._buffers[identity]
+            if identity not in self._checked and entry["kind"] != "input" and "start" not in entry:
+                entry["start"] = self._content(identity)
+        except Exception:  # a tensor the trace cannot describe (sparse, a misaligned view ...)
+            pass
+        finally:
+            self._busy = False
+
+    def _step(self, op: str, to: Any, source: Any) -> None:
+        """``to`` now holds ``source``'s values (converted to its dtype): a step. A pair the
+        trace cannot describe is left out (the replay then differs); this never raises."""
+        if type(to) is not torch.Tensor or type(source) is not torch.Tensor or not to.numel():
+            return
+        if len(self._steps) >= plumbing.MAX_STEPS:
+            self._truncated = True
+            return
+        self._busy = True
+        try:
+            if to.shape != source.shape:
+                source = source.expand(to.shape)  # copy_ broadcasts
+            if any(s < 0 for s in (*to.stride(), *source.stride())):
+                return
+            storage = to.untyped_storage()
+            if (str(storage.device), storage.data_ptr()) not in self._storages:
+                self._made(to, f"{plumbing.OPS[op]} -> {_describe(to)}")
+            # a destination's kind is still what a kernel first finds in it; a source's is now
+            written, read = self._tensor(to, look=False), self._tensor(source)
+            written.update(shape=list(to.shape), stride=list(to.stride()))
+            read.update(shape=list(source.shape), stride=list(source.stride()))
+        except Exception:  # a tensor the trace cannot describe (sparse, a misaligned view ...)
+            return
+        finally:
+            self._busy = False
+        self._steps.append({"after": len(self._launches), "op": op, "to": written,
+                            "from": read})  # fmt: skip
+
+    def _made(self, tensor: torch.Tensor, label: str) -> None:
+        """Memory a step made (``x.contiguous()``'s): a buffer of its own, opaque until a
+        replay makes the step again."""
+        dtype = dtype_name(tensor.dtype)
+        if dtype is None:
+            raise Unrecordable(f"a {tensor.dtype} tensor")
+        storage = tensor.untyped_storage()
+        identity = self._add_buffer(storage, storage.data_ptr(), storage.nbytes(),
+                                    dict(kind="opaque", dtype=dtype, label=label))  # fmt: skip
+        self._checked.add(identity)
 
     # -- launches ---------------------------------------------------------------------------
 
@@ -339,7 +434,11 @@ class TraceRecorder:
                     recorder._touch((*args, *kwargs.values()))
                 else:
                     grid = recorder._record(kernel, args, grid, kwargs)
-            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            recorder._launching += 1
+            try:
+                return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                recorder._launching -= 1
 
         return run
 

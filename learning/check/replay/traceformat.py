@@ -11,7 +11,12 @@ A trace is ``{"format": 1, "buffers": [...], "launches": [...], "scalars": {...}
 * value: ``{"tensor": {"buffer": id, "offset": elements, "dtype": name}}``, a JSON scalar
   (a non-finite float as ``{"float": "inf"}``), a string, ``{"dtype": "fp16"}`` for a
   ``tl.dtype``, a list for a tuple, or ``{"unrecordable": why}``;
-* scalars: the call's non-tensor inputs (``eps``), which a replay can only reproduce.
+* scalars: the call's non-tensor inputs (``eps``), which a replay can only reproduce;
+* steps (absent when there are none): ``{"after": launches before it, "op": "copy_" |
+  "clone" | "_to_copy", "to": view, "from": view}``, each view ``{"buffer", "offset",
+  "dtype", "shape", "stride"}`` (:mod:`learning.check.replay.plumbing`); an opaque buffer may
+  say what it held before a step first wrote into it, ``"start": {"kind": "alloc"}`` or
+  ``{"kind": "const", "fill": value}``.
 """
 
 from __future__ import annotations
