@@ -72,6 +72,10 @@ SWEEPS: Mapping[str, SweepSpec] = MappingProxyType(
         )
     }
 )
+# Sweeps defined but not yet recorded on any card: ``stale`` prints the commands that record
+# them, and the recorded-evidence tests hold every other sweep fresh on some card. A name
+# leaves this list with its first recording (a test fails while a recorded sweep stays here).
+NOT_YET_RECORDED: frozenset[str] = frozenset({"attention", "attention-cold", "attention-training"})
 # The streaming ceiling: the fastest variant of this case, in the same run (scripts/_targets.py
 # holds every target as a share of it).
 CEILING_CASE = ("add", (16384, 4096), "float16")

@@ -23,7 +23,7 @@ from learning.check import kernel_hints, kernels
 from learning.manifest import ROOT
 
 _RESCALE = ("        acc = acc * rescale[:, None]\n", "")
-_SCALE = "        LOG2E / math.sqrt(head_dim),\n"
+_SCALE = "        LOG2E.value / math.sqrt(head_dim),\n"
 _CAUSAL = "visible = visible & (keys[None, :] <= rows[:, None])\n            scores = tl.where("
 _LSE = "lse = torch.empty((batch, heads, n), dtype=torch.float32, device=q.device)"
 
@@ -34,11 +34,11 @@ MISTAKES = {
         "in which the running output acc was not rescaled when a tile raised the row maximum",
     ),
     "scale missing": (
-        "attention", "attention 1x2x67x64", ((_SCALE, "        LOG2E,\n"),),
+        "attention", "attention 1x2x67x64", ((_SCALE, "        LOG2E.value,\n"),),
         "never scaled by 1/sqrt(D)",
     ),
     "scale doubled": (
-        "attention", "attention 1x2x67x64", ((_SCALE, "        LOG2E / head_dim,\n"),),
+        "attention", "attention 1x2x67x64", ((_SCALE, "        LOG2E.value / head_dim,\n"),),
         "scaled by 1/sqrt(D) twice",
     ),
     "causal mask off by one": (

@@ -80,6 +80,9 @@ def test_every_sweep_is_fresh_on_some_card(name):
     kernel stales only its ops' cases; the message names them and the command that re-records
     exactly those."""
     folders = [f for f in sweeps.card_folders(REPO_ROOT) if sweeps.part_files(f, name)]
+    if name in sweeps.NOT_YET_RECORDED:
+        assert not folders, f"{name} is recorded now: take it out of sweeps.NOT_YET_RECORDED"
+        pytest.skip(f"{name}: not yet recorded on any card (python -m learning.report stale)")
     assert folders, f"no card folder records the sweep {name}"
     from learning.report.__main__ import _describe, _plan_text, _states
 
