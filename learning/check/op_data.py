@@ -27,7 +27,9 @@ A ``check`` module may define any of these (the checker asks for nothing else):
   float64 function that computes each from the inputs and the dtype it must have;
 * ``mistakes(inputs, dtype)``: the typical mistakes, as :mod:`learning.check.kernel_hints`
   reads them: ``(output label, what the mistaken kernel computes in float64, hint)``, from
-  the inputs in float64 and the dtype the kernel was called with.
+  the inputs in float64 and the dtype the kernel was called with;
+* ``EAGER_SPEEDUP_LIMIT``: the speed-up over the eager baseline above which the grader asks
+  whether a learner's timing is real (:mod:`learning.grade.plausibility`; default 10x).
 """
 
 from __future__ import annotations

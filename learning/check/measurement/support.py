@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from learning import ops
 from learning.check.remote import (
     CallTimedOut,
     Outcome,
@@ -333,10 +334,10 @@ def random_ms(rng: random.Random) -> float:
 
 
 def random_shape(rng: random.Random, op: str) -> tuple[int, ...]:
-    if op in ("matmul", "matmul_train"):
-        return tuple(rng.randint(1, 5000) for _ in range(3))
-    return (rng.randint(1, 20000), rng.randint(1, 20000))
+    """A shape of the op's rank: up to 5000 a side for a GEMM, 20000 for rows."""
+    spec = ops.get(op)
+    return tuple(rng.randint(1, 5000 if spec.is_gemm else 20000) for _ in spec.shape_names)
 
 
 def shape_convention(op: str) -> str:
-    return "(M, N, K) with A M x K, B K x N" if op.startswith("matmul") else "(M, N)"
+    return "(M, N, K) with A M x K, B K x N" if ops.get(op).is_gemm else "(M, N)"

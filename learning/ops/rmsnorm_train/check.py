@@ -20,7 +20,14 @@ from __future__ import annotations
 import torch
 
 from learning.check.wrapper_paths import CHUNKED_PLANS, chunked, primes, step
-from learning.ops.rmsnorm.check import CHUNKED_FORWARD, FORWARD, SPECIALS, STRIDED, parts
+from learning.ops.rmsnorm.check import (  # noqa: F401  (EAGER_SPEEDUP_LIMIT: read by op_data)
+    CHUNKED_FORWARD,
+    EAGER_SPEEDUP_LIMIT,
+    FORWARD,
+    SPECIALS,
+    STRIDED,
+    parts,
+)
 
 __all__ = ["MIN_WIDTH", "PATHS", "SPECIALS", "STRIDED", "mistakes"]
 
