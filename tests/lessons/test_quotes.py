@@ -90,6 +90,7 @@ def _report(triton_ms=0.05) -> dict:
              "variants": [_variant("torch", 0.01, ratio=1.0, gbps=10.0),
                           _variant("triton", 0.004, ratio=2.5, gbps=25.0)]},
             {"op": "matmul", "shape": [16, 16, 16], "dtype": "float16", "eager_variant": "torch",
+             "logical_bytes": 1536, "flops": 8192 * 16,  # read in TFLOP/s: 85 FLOPs a byte
              "variants": [_variant("torch", 0.002, ratio=1.0, gbps=3.0, tflops=4.1),
                           _variant("triton", 0.004, ratio=0.5, gbps=1.5, tflops=2.05)]},
         ],
