@@ -545,6 +545,7 @@ class _Op:
         self.faults: dict[str, str] = {}  # property -> first message
         self.reports: dict[str, str] = {}  # report check -> first message
         self.probes = _PROBES_PER_OP
+        self.order_probes = 1  # reruns with programs in order (_order_hint)
 
     def fault(self, key: str, message: str) -> None:
         self.faults.setdefault(key, message)
@@ -893,15 +894,19 @@ class _Exercise:
         forced = case.path is not None and bool(case.path.steps) and case.fallback is None
         if forced:
             hints.append(_path_hint(case.path, reply))
-        stride = kernel_hints.steps_by_width(spec, outputs, expected, dtype=case.dtype,
-                                             pads=case.pads)  # fmt: skip
-        if call.how == "first" and not stride:
-            hints += self._reads_past_the_end(call, op, outputs)
-        hints += kernel_hints.explain(
-            spec, values, outputs, expected, verdicts, dtype=case.dtype,
-            start_here=op.start_here, pads=case.pads,
-            extra={label: (dtype, why) for label, (_, dtype, why) in _extra(case).items()},
-        )  # fmt: skip
+        ordered = self._order_hint(call, op, reply, expected)
+        if ordered:  # right in order: what the wrong values look like says nothing more
+            hints += ordered
+        else:
+            stride = kernel_hints.steps_by_width(spec, outputs, expected, dtype=case.dtype,
+                                                 pads=case.pads)  # fmt: skip
+            if call.how == "first" and not stride:
+                hints += self._reads_past_the_end(call, op, outputs)
+            hints += kernel_hints.explain(
+                spec, values, outputs, expected, verdicts, dtype=case.dtype,
+                start_here=op.start_here, pads=case.pads,
+                extra={label: (dtype, why) for label, (_, dtype, why) in _extra(case).items()},
+            )  # fmt: skip
         message = _message(context, verdicts, hints)
         if "this exercise is not done yet" in message and not forced:
             op.not_started = message  # (a path's stub leaves the op's other checks to run)
@@ -938,7 +943,29 @@ class _Exercise:
                 ]
         return []
 
-    def _rerun(self, call: _Call, fills: dict[str, float]) -> tuple | None:
+    def _order_hint(self, call: _Call, op: _Op, reply: dict, expected) -> list[str]:
+        """Rerun with each launch's programs in order 0, 1, 2 ...: is the result right then?"""
+        trace = reply.get("trace")
+        launches = trace.get("launches") if type(trace) is dict else None
+        several = [
+            str(launch.get("kernel", "?")) for launch in launches or () if type(launch) is dict
+            and type(launch.get("grid")) is list and math.prod(launch["grid"]) > 1
+        ]  # fmt: skip
+        if not several or not runtime.interpreting() or op.order_probes <= 0:
+            return []
+        op.order_probes -= 1
+        rerun = self._rerun(call, {}, in_order=True)
+        if rerun is None or not all(v.passed for v in self._compare(call.case, rerun, expected)):
+            return []
+        names = ", ".join(dict.fromkeys(several))
+        return [f"{names} gave the right result when its programs ran one after another "
+                "(program 0, then 1, then 2 ...), and a wrong one in the shuffled order the "
+                "check runs them in. A GPU runs the programs of a launch at the same time, in "
+                "no order you can rely on: a program that reads what another program of the "
+                "same launch stores may read it before it is written. Combine the programs' "
+                "results in a second launch, or with atomics"]  # fmt: skip
+
+    def _rerun(self, call: _Call, fills: dict[str, float], in_order: bool = False) -> tuple | None:
         case = call.case
         placed = {
             k: _placed(v, case.pads.get(k, 0), fills.get(k, float("nan")), k in case.transposed)
@@ -949,7 +976,7 @@ class _Exercise:
             "kind": "kernel", "op": case.spec.name, "module": f"{self.impl}.{case.spec.module}",
             "function": case.spec.function, "package": self.impl, "call": self._ids,
             "device": self.device, "inputs": protocol.to_plain(placed, copy=False),
-            **_path_request(case),
+            "in_order": in_order, **_path_request(case),
         }  # fmt: skip
         try:
             reply = self.session.ask(request, self._limit(case))

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from learning.check import forkserver, pace, protocol
+from learning.check.gpu_numerics import ORDER_SEED_VARIABLE
 from learning.check.seeds import run_seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -355,12 +356,20 @@ class Session:
         self.worker = Child(
             WORKER_PROGRAM.read_text(encoding="utf-8"),
             "main({}, {}, {}, " + ("True" if kernels else "False") + ")",
-            clean_environment(self.extra_path), "check process", fork=True,
+            self.environment(self.extra_path), "check process", fork=True,
         )  # fmt: skip
         self.starts = 0  # worker processes started: more than one after a time-out or crash
 
     def time_left(self) -> float | None:
         return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def environment(self, extra_path: Sequence[Path | str] = ()) -> dict[str, str]:
+        """A child's clean environment, with the order the run's launches run their programs in
+        (:mod:`learning.check.gpu_numerics`): drawn from the run seed, so that the worker and
+        the replays run a grid's programs in the same order, and a replayed seed replays it."""
+        env = clean_environment(extra_path)
+        env[ORDER_SEED_VARIABLE] = str(derive_seed(self.seed, "program order"))
+        return env
 
     def scaled(self, limit_s: float) -> float:
         """A limit in seconds of the reference machine, in seconds of this one now (rounded up

@@ -28,7 +28,6 @@ from learning.check.remote import (
     ProcessDied,
     Session,
     TimeUp,
-    clean_environment,
 )
 
 _PROGRAM = "from learning.check.replaying import main\n"
@@ -55,7 +54,7 @@ class ReplayService:
                  references: tuple[str, ...] = ()):  # fmt: skip
         self.session, self.bundle, self.device, self.limit_s = session, bundle, device, limit_s
         self.references = list(references)  # ops whose reference traffic may be asked for
-        self.child = Child(_PROGRAM, "main({}, {}, {})", clean_environment(), "replay process",
+        self.child = Child(_PROGRAM, "main({}, {}, {})", session.environment(), "replay process",
                            fork=True)  # fmt: skip
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay")
         self._loaded = False
@@ -176,12 +175,14 @@ class _Refused(Exception):
 
 def main(program: int, requests: int, replies: int) -> None:
     """The replay process: answer ``bundle`` and ``replay`` requests until the pipe closes."""
+    from learning.check import gpu_numerics
     from learning.check.replay import KernelSourceError, ReplayError
     from learning.check.worker import one_intra_op_thread
 
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     one_intra_op_thread()
+    gpu_numerics.install()  # round to 16 bits as a GPU does; programs out of order
     loaded: list[_LoadedKernels] = []
 
     def handle(request: dict) -> dict:

@@ -18,7 +18,9 @@ pipe of its own:
   .AllocationTrap` (a ``path`` calls the module's wrappers with plans instead: one path of
   them that no small input takes, :func:`_forced_path`); the reply holds the outputs as the
   call returned them, whether they changed a moment later, the trace, and a few
-  observations (hints only).
+  observations (hints only). Under Triton's interpreter a kernel worker converts to 16 bits
+  as a GPU does and runs a launch's programs out of order (:mod:`learning.check.gpu_numerics`;
+  ``in_order`` asks for the interpreter's own order, for a hint).
 
 Replies are plain data (:func:`learning.check.protocol.to_plain`); an exception in the
 learner's code is a reply too (:func:`learning.check.protocol.describe_error`). The learner's
@@ -35,7 +37,7 @@ import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 RECENT_CALLS = 4  # kernel calls whose outputs stay alive (a later output in one is reused)
@@ -102,10 +104,13 @@ class Worker:
         self.recent: deque = deque(maxlen=RECENT_CALLS)  # outputs of the last calls, alive
         if kernels:
             from learning import ops
+            from learning.check import gpu_numerics
             from learning.check.kernel_guards import AllocationTrap
             from learning.check.replay import TraceRecorder
 
             self.ops, self.trap, self.recorder = ops, AllocationTrap, TraceRecorder
+            self.numerics = gpu_numerics
+            gpu_numerics.install()  # round to 16 bits as a GPU does; programs out of order
         from learning.check.tracing import Dispatches
 
         self.dispatches = Dispatches
@@ -191,7 +196,8 @@ class Worker:
         for name, value in inputs.items():
             recorder.add_input(name, value)
         threads_before = set(threading.enumerate())
-        with self.trap() as trap, recorder:
+        in_order = self.numerics.in_order() if request.get("in_order") else nullcontext()
+        with self.trap() as trap, recorder, in_order:
             outputs = tuple(path(inputs) if path else spec.call(function, inputs))
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()

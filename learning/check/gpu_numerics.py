@@ -1,0 +1,229 @@
+"""Two changes to Triton's CPU interpreter, so that a graded run on the CPU sees what a GPU does.
+
+The checker grades kernels on the CPU through Triton's interpreter
+(``triton/runtime/interpreter.py``, Triton 3.6). In two ways the interpreter does not do what
+a compiled kernel does, and both would let a kernel pass on the CPU that fails on a GPU:
+
+* **Rounding to 16 bits.** A compiled kernel converts a float32 value to bfloat16 by rounding
+  to the nearest bfloat16 (ties to the even one), as PyTorch does. The interpreter cuts the
+  low 16 bits off instead (``InterpreterBuilder.cast_impl`` calls ``_convert_float`` with no
+  rounding mode), so about a quarter of the results of a bfloat16 kernel that computes in
+  float32 came out one step smaller in magnitude than PyTorch's. Its ``_convert_float`` is
+  also wrong for an explicit ``.to(..., fp_downcast_rounding="rtz")``: a NaN whose payload
+  lies in the low bits becomes infinity, and a float32 too large for float16 becomes a NaN
+  where the GPU stores float16's largest value. :func:`install` replaces these conversions
+  (float32 and float64 to bfloat16 and float16, in both rounding modes, and bfloat16 to and
+  from the other types) with ones that store exactly the bits a GPU stores. A NaN stays a
+  NaN, though its payload may differ from the GPU's. Float32 to float16 in the default mode
+  was already right (NumPy rounds to nearest even).
+* **The order of programs.** A GPU runs the programs of one launch at once, in no order
+  anyone can rely on. The interpreter runs them one after another, program 0 first. A kernel
+  whose program 1 reads what program 0 stored would always pass on the CPU, yet on a GPU
+  program 1 may read that memory before program 0 has written it. In a graded run the
+  programs of a launch run in a shuffled order instead: the same order for the same grid
+  within one check run (so a replay stores the same bits as the call it replays, atomics
+  included), and a different order in the next run. A kernel whose programs do not depend
+  on each other gives the same result in any order, and so does one whose programs combine
+  their results with atomics or in a second launch.
+
+Nothing else changes: the arithmetic the interpreter does on 16-bit values (``x + y`` on two
+bfloat16 tensors, ``tl.dot``) is still its own. Only the checker's processes install these
+changes; the course's tests and lessons run the interpreter as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+
+ORDER_SEED_VARIABLE = "LEARNING_GRID_ORDER_SEED"
+
+_installed: list[tuple[object, str, object]] = []  # (owner, name, the original) once installed
+_in_order = False  # the worker can ask for programs in their own order (a hint's rerun)
+
+
+def install() -> None:
+    """Patch the interpreter's 16-bit conversions and its order of programs (once a process)."""
+    if _installed:
+        return
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx")
+    _installed.extend((builder, name, vars(builder)[name]) for name in names)
+    _install_conversions(interpreter)
+    _install_order(interpreter, _order_seed())
+
+
+def uninstall() -> None:
+    """Put the interpreter's own methods back (for tests that install the changes for a while)."""
+    while _installed:
+        owner, name, original = _installed.pop()
+        setattr(owner, name, original)
+
+
+class in_order:
+    """Within this block the programs of a launch run 0, 1, 2 ... as the interpreter's own
+    loop runs them (the checker compares with this to say that a failure depends on order)."""
+
+    def __enter__(self) -> in_order:
+        global _in_order
+        self._before, _in_order = _in_order, True
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        global _in_order
+        _in_order = self._before
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def bfloat16_bits(values: np.ndarray, toward_zero: bool = False) -> np.ndarray:
+    """The bits (uint16) of ``values`` (float32 or float64) rounded to bfloat16: to nearest,
+    ties to even, or toward zero."""
+    values = np.asarray(values)
+    if values.dtype == np.float64:
+        values = _float32_round_to_odd(values)  # exact for a second rounding to fewer bits
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    if toward_zero:
+        out = bits >> 16
+    else:
+        out = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    out = np.where(nan, (bits >> 16) | 0x0040, out)  # a quiet NaN of the same sign
+    return out.astype(np.uint16)
+
+
+def float16_values(values: np.ndarray, toward_zero: bool = False) -> np.ndarray:
+    """``values`` (float32 or float64) rounded to float16: to nearest, ties to even (NumPy's
+    own conversion), or toward zero (past the largest float16, its largest value)."""
+    values = np.asarray(values)
+    with np.errstate(over="ignore"):
+        out = values.astype(np.float16)
+    if toward_zero:
+        out = _step_toward_zero(out, values, np.uint16)
+    return out
+
+
+def _float32_round_to_odd(values: np.ndarray) -> np.ndarray:
+    """float64 to float32 rounded toward zero, with the last bit set where that was inexact:
+    rounding this once more to a format of at least two bits fewer gives the correctly
+    rounded result of ``values`` (no double rounding)."""
+    with np.errstate(over="ignore"):
+        out = values.astype(np.float32)
+    out = _step_toward_zero(out, values, np.uint32)
+    inexact = (out.astype(np.float64) != values) & ~np.isnan(values)
+    bits = out.view(np.uint32) | inexact.astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def _step_toward_zero(rounded: np.ndarray, exact: np.ndarray, uint) -> np.ndarray:
+    """``rounded`` (to nearest) moved one step toward zero where it is larger in magnitude
+    than ``exact``: the result of rounding toward zero."""
+    with np.errstate(invalid="ignore"):
+        over = np.abs(rounded.astype(np.float64)) > np.abs(exact.astype(np.float64))
+    bits = rounded.view(uint).copy()
+    bits[over] -= 1  # one step toward zero in magnitude, for either sign
+    return bits.view(rounded.dtype)
+
+
+def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) as float32 values: exact."""
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def _install_conversions(interpreter) -> None:
+    import triton.language as tl
+
+    builder = interpreter.InterpreterBuilder
+    original_cast, original_fp_to_fp = builder.cast_impl, builder.create_fp_to_fp
+    rtz, rtne = interpreter._ir.ROUNDING_MODE.RTZ, interpreter._ir.ROUNDING_MODE.RTNE
+    wide = (tl.float32, tl.float64)
+
+    def convert(data, source, target, toward_zero):
+        """The converted data, or None where the interpreter's own conversion is kept."""
+        if source == tl.bfloat16 and target != tl.bfloat16:
+            data, source = bfloat16_to_float32(data), tl.float32
+            if target == tl.float32:
+                return data
+            if target != tl.float16:
+                return None  # float32 to the target: the interpreter's own (NumPy's) cast
+        if source in wide or (source.is_int() and target == tl.bfloat16):
+            if source.is_int():  # exact in float64 up to 2**53
+                data = data.astype(np.float64)
+            if target == tl.bfloat16:
+                return bfloat16_bits(data, toward_zero)
+            if target == tl.float16:
+                return float16_values(data, toward_zero)
+        return None
+
+    def cast_impl(self, src, dst_type):
+        source, target = src.dtype.scalar, dst_type.scalar
+        converted = convert(src.data, source, target, False)
+        if converted is None and source == tl.bfloat16 and target != tl.bfloat16:
+            float32 = interpreter.TensorHandle(bfloat16_to_float32(src.data), tl.float32)
+            return original_cast(self, float32, dst_type)
+        if converted is None:
+            return original_cast(self, src, dst_type)
+        return interpreter.TensorHandle(converted, target)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        source, target = src.dtype.scalar, dst_type.scalar
+        converted = None
+        if rounding_mode in (rtz, rtne) and source in wide + (tl.bfloat16,):
+            converted = convert(src.data, source, target, rounding_mode == rtz)
+        if converted is None:
+            return original_fp_to_fp(self, src, dst_type, rounding_mode)
+        return interpreter.TensorHandle(converted, target)
+
+    builder.cast_impl, builder.create_fp_to_fp = cast_impl, create_fp_to_fp
+
+
+# --------------------------------------------------------------------------- program order
+
+
+def _order_seed() -> int | None:
+    text = os.environ.get(ORDER_SEED_VARIABLE, "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def program_order(grid: tuple[int, int, int], seed: int | None) -> list[int]:
+    """The order (flat program numbers, ``(x * ny + y) * nz + z``) in which a launch of
+    ``grid`` runs its programs: a shuffle drawn from ``seed`` and the grid, reversed where the
+    shuffle came out in order (so some program always runs before the one numbered just below
+    it); reversed when there is no seed."""
+    count = grid[0] * grid[1] * grid[2]
+    order = list(range(count))
+    if seed is not None:
+        random.Random(f"{seed}/{grid}").shuffle(order)
+    if seed is None or order == sorted(order):
+        order.reverse()
+    return order
+
+
+def _install_order(interpreter, seed: int | None) -> None:
+    """The interpreter's loop visits (x, y, z) in order and announces each program with
+    ``set_grid_idx``: the k-th announced program becomes the k-th of :func:`program_order`."""
+    builder = interpreter.InterpreterBuilder
+    original_dim, original_idx = builder.set_grid_dim, builder.set_grid_idx
+    orders: dict[tuple, list[int]] = {}
+
+    def set_grid_dim(self, nx, ny, nz):
+        original_dim(self, nx, ny, nz)
+        grid = (nx, ny, nz)
+        if grid not in orders:
+            orders[grid] = program_order(grid, seed)
+        self._program_order = None if _in_order else orders[grid]
+
+    def set_grid_idx(self, x, y, z):
+        order = getattr(self, "_program_order", None)
+        if order is not None:
+            ny, nz = self.grid_dim[1], self.grid_dim[2]
+            flat = order[(x * ny + y) * nz + z]
+            x, y, z = flat // (ny * nz), flat // nz % ny, flat % nz
+        original_idx(self, x, y, z)
+
+    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx

@@ -1,0 +1,260 @@
+"""The checker's changes to Triton's interpreter (``learning/check/gpu_numerics.py``).
+
+* Conversions to 16 bits: a tiny kernel converts more than a million float32 values of every
+  kind (random bit patterns, so subnormals, infinities and NaNs among them; ties; values in
+  float16's range and just past it) and stores the bits PyTorch's ``.to(torch.bfloat16)`` and
+  ``.to(torch.float16)`` store (a NaN as a NaN, whatever its payload). Toward zero
+  (``fp_downcast_rounding="rtz"``) still truncates.
+* The order of programs: a kernel whose program i hands a partial sum to program i + 1
+  through global memory passes under the interpreter's own order and fails under the
+  checker's, which names the kernel.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import learning  # noqa: F401  (chooses the interpreter before triton is imported)
+from learning.check import gpu_numerics
+
+COUNT = 1 << 20  # values per conversion
+BLOCK = 1 << 17
+
+
+@pytest.fixture
+def patched():
+    gpu_numerics.install()
+    try:
+        yield
+    finally:
+        gpu_numerics.uninstall()
+
+
+@triton.jit
+def _convert(x_ptr, out_ptr, n, ROUNDING: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x.to(out_ptr.dtype.element_ty, fp_downcast_rounding=ROUNDING),
+             mask=mask)  # fmt: skip
+
+
+@triton.jit
+def _widen(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask).to(tl.float32), mask=mask)
+
+
+def _float32_values(count: int, seed: int) -> torch.Tensor:
+    """Random bit patterns, ties and near-ties of both 16-bit formats, values inside float16's
+    range, its subnormals and overflow threshold, and the special values."""
+    rng = np.random.default_rng(seed)
+    quarter = count // 4
+    anything = rng.integers(0, 1 << 32, quarter, dtype=np.uint64)
+    ties = (rng.integers(0, 1 << 16, quarter, dtype=np.uint64) << 16) | rng.choice(
+        np.array([0x8000, 0x7FFF, 0x8001, 0x18000, 0x0000], dtype=np.uint64), quarter
+    )  # fmt: skip
+    exponents = rng.integers(96, 146, quarter, dtype=np.uint64)  # float16's range and past it
+    signs = rng.integers(0, 2, quarter, dtype=np.uint64) << 31
+    mantissas = rng.integers(0, 1 << 23, quarter, dtype=np.uint64) & ~np.uint64(0x1FFF)
+    low = rng.choice(np.array([0x1000, 0x0FFF, 0x1001, 0x3000, 0], dtype=np.uint64), quarter)
+    halfish = signs | (exponents << 23) | mantissas | low
+    special = np.array(
+        [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFF800001,
+         0x7FFFFFFF, 0x00000001, 0x807FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F7F8000, 0x7F7F7FFF,
+         0x477FE000, 0x477FEFFF, 0x477FF000, 0x33000000, 0x33000001, 0xB3800000],
+        dtype=np.uint64,
+    )  # fmt: skip
+    rest = rng.integers(0, 1 << 32, count - 3 * quarter - len(special), dtype=np.uint64)
+    bits = np.concatenate([anything, ties, halfish, special, rest]).astype(np.uint32)
+    return torch.from_numpy(bits.view(np.float32).copy())
+
+
+def _run(kernel, x, out, **constants):
+    kernel[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), BLOCK=BLOCK, **constants)
+    return out
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> int:
+    """How many elements differ: in bits, or a NaN against a number."""
+    bits = {2: torch.int16, 4: torch.int32}[got.element_size()]
+    same_bits = got.view(bits) == expected.view(bits)
+    both_nan = torch.isnan(got.float()) & torch.isnan(expected.float())
+    return int((~(same_bits | both_nan)).sum())
+
+
+def _toward_zero(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """x rounded toward zero: PyTorch's nearest value, one step toward zero where it is
+    larger in magnitude than x (past the format's largest value, its largest value)."""
+    nearest = x.to(dtype)
+    over = nearest.double().abs() > x.double().abs()
+    return torch.where(over, torch.nextafter(nearest, torch.zeros_like(nearest)), nearest)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rounding_to_nearest_is_pytorchs_bit_for_bit(patched, dtype):
+    x = _float32_values(COUNT, seed=1)
+    assert x.numel() >= 10**6
+    expected = x.to(dtype)
+    for rounding in (None, "rtne"):
+        got = _run(_convert, x, torch.empty(COUNT, dtype=dtype), ROUNDING=rounding)
+        assert _same(got, expected) == 0, rounding
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rounding_toward_zero_still_truncates(patched, dtype):
+    x = _float32_values(COUNT, seed=2)
+    got = _run(_convert, x, torch.empty(COUNT, dtype=dtype), ROUNDING="rtz")
+    assert _same(got, _toward_zero(x, dtype)) == 0
+    if dtype == torch.bfloat16:
+        numbers = ~torch.isnan(x)
+        truncated = (x.view(torch.int32) >> 16).to(torch.int16)
+        assert torch.equal(got.view(torch.int16)[numbers], truncated[numbers])
+
+
+def test_the_interpreter_alone_truncates_to_bfloat16():
+    """What the change is for: without it about a quarter of the values differ."""
+    x = torch.randn(4096)
+    got = _run(_convert, x, torch.empty(4096, dtype=torch.bfloat16), ROUNDING=None)
+    assert _same(got, x.to(torch.bfloat16)) > 4096 // 8
+
+
+def test_float64_and_back_from_bfloat16(patched):
+    x = _float32_values(1 << 16, seed=3)
+    for dtype in (torch.float16, torch.bfloat16):
+        # float32 values in float64: no double rounding for PyTorch's (float32-based) bfloat16
+        got = _run(_convert, x.double(), torch.empty(x.numel(), dtype=dtype), ROUNDING=None)
+        assert _same(got, x.to(dtype)) == 0, dtype
+    # float64 to float16 in one rounding, as a GPU's cvt.rn.f16.f64 does (PyTorch on the CPU
+    # rounds to float32 first); Python's struct rounds once too
+    wide = torch.randn(1 << 16, dtype=torch.float64) * 1e3
+    got = _run(_convert, wide, torch.empty(wide.numel(), dtype=torch.float16), ROUNDING=None)
+    once = struct.unpack(f"<{wide.numel()}e", struct.pack(f"<{wide.numel()}e", *wide.tolist()))
+    assert _same(got, torch.tensor(once, dtype=torch.float16)) == 0
+    narrow = x.to(torch.bfloat16)
+    got = _run(_widen, narrow, torch.empty(narrow.numel()))
+    assert _same(got, narrow.float()) == 0
+
+
+# --------------------------------------------------------------------------- program order
+
+
+@triton.jit
+def _running_total(x_ptr, partial_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Program i adds its block's sum to what program i - 1 left in ``partial`` (a race)."""
+    pid = tl.program_id(0)
+    total = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0)
+    if pid > 0:
+        total += tl.load(partial_ptr + pid - 1)
+    tl.store(partial_ptr + pid, total)
+    tl.store(out_ptr + pid, total)
+
+
+def _running_totals(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.numel() // 16)
+    _running_total[(out.numel(),)](x, torch.zeros_like(out), out, BLOCK=16)
+    return out
+
+
+def test_program_order_is_a_shuffle_that_is_never_in_order():
+    for grid in [(2, 1, 1), (5, 1, 1), (3, 4, 2), (1, 1, 1)]:
+        count = grid[0] * grid[1] * grid[2]
+        for seed in (None, 0, 1, 2, 3):
+            order = gpu_numerics.program_order(grid, seed)
+            assert sorted(order) == list(range(count))
+            assert count == 1 or order != sorted(order)
+            assert order == gpu_numerics.program_order(grid, seed)  # the same for the grid
+    orders = {tuple(gpu_numerics.program_order((8, 1, 1), seed)) for seed in range(20)}
+    assert len(orders) > 10
+
+
+def test_a_race_between_programs_passes_in_order_and_fails_shuffled(patched):
+    x = torch.randn(8 * 16)
+    expected = x.view(8, 16).sum(1).cumsum(0)
+    with gpu_numerics.in_order():
+        assert torch.allclose(_running_totals(x), expected)
+    assert not torch.allclose(_running_totals(x), expected)
+
+
+def test_every_program_runs_once_with_its_own_ids(patched):
+    @triton.jit
+    def ids(out_ptr):
+        x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        flat = (x * tl.num_programs(1) + y) * tl.num_programs(2) + z
+        tl.store(out_ptr + flat, tl.load(out_ptr + flat) + 1 + x * 10000 + y * 100 + z)
+
+    out = torch.zeros(3 * 4 * 2, dtype=torch.int32)
+    ids[(3, 4, 2)](out)
+    x, y, z = torch.meshgrid(torch.arange(3), torch.arange(4), torch.arange(2), indexing="ij")
+    assert torch.equal(out, (1 + x * 10000 + y * 100 + z).flatten().int())
+
+
+# A row sum whose programs each take a chunk of columns of every row and add it to the partial
+# sums the program before left in the output: right only when program 0 runs first, then 1 ...
+SUM_HANDED_ON = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def handed_on_sum(x_ptr, out_ptr, n_rows, n_cols, stride, ROWS: tl.constexpr,
+                  CHUNK: tl.constexpr):
+    chunk = tl.program_id(0)
+    rows = tl.arange(0, ROWS)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+    part = tl.sum(x.to(tl.float32), axis=1)
+    if chunk > 0:  # what the program before stored (a race on a GPU)
+        part += tl.load(out_ptr + rows, mask=rows < n_rows).to(tl.float32)
+    tl.store(out_ptr + rows, part.to(out_ptr.dtype.element_ty), mask=rows < n_rows)
+
+
+def row_sum(x):
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    chunks = triton.cdiv(x.shape[1], 256)
+    handed_on_sum[(chunks,)](x, out, x.shape[0], x.shape[1], x.stride(0),
+                             ROWS=triton.next_power_of_2(x.shape[0]), CHUNK=256)
+    return out
+
+
+@triton.jit
+def max_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=float("-inf"))
+    tl.store(out_ptr + row, tl.max(x, axis=0))
+
+
+def row_max(x):
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    max_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+"""
+
+
+def test_the_checker_fails_a_kernel_whose_programs_hand_results_on(tmp_path, monkeypatch):
+    """Graded, the programs run out of order: the check fails and its hint names the kernel."""
+    from learning.check import kernels
+
+    package = tmp_path / "handed_on"
+    (package / "kernels").mkdir(parents=True)
+    (package / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (package / "kernels" / "__init__.py").write_text("")
+    (package / "kernels" / "reductions.py").write_text(SUM_HANDED_ON)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    results = kernels.run("reductions", "handed_on", focus=lambda cases: [
+        case for case in cases if case.check in ("sum 37x781", "sum 16x256")])  # fmt: skip
+    failed = {r.name: r.message for r in results if not r.passed}
+    assert "sum 16x256" not in failed, failed  # one program: nothing handed on
+    message = failed["sum 37x781"]
+    assert "handed_on_sum" in message and "shuffled order" in message, message
+    print(message)
