@@ -27,7 +27,7 @@ a GEMM's is. A row's terms round independently, so their errors add in quadratur
 these roundings use at most 0.19 of the bounds at N = 257 and 300, and would not fit bounds
 8x tighter (``tests/learning/test_ops_attention.py``). Tighter bounds would reject a kernel
 for the roundings the tensor cores force on it (SDPA's fused backends round P so too), and
-Triton's interpreter, which truncates where a GPU rounds, needs the room as well.
+Triton's interpreter, whose bf16 products the kernels take through fp32, needs the room too.
 """
 
 from __future__ import annotations
