@@ -85,6 +85,7 @@ REDUCTIONS = "exercises/kernels/reductions.py"
 SOFTMAX = "exercises/kernels/softmax.py"
 RMSNORM = "exercises/kernels/rmsnorm.py"
 MATMUL = "exercises/kernels/matmul.py"
+ATTENTION = "exercises/kernels/attention.py"
 
 
 def _bench(op: str, shape: str, dtype: str) -> tuple[str, ...]:
@@ -122,6 +123,8 @@ KERNELS = (
              _bench("matmul_train", "75x93x61", "float16"), into_exercise=True),
     Solution("matmul_train_own_kernels", MATMUL, ("matmul_train",),
              _bench("matmul_train", "64x64x64", "float32")),
+    Solution("attention_one_masked_walk", ATTENTION, ("attention", "attention_train"),
+             _bench("attention_causal", "1x2x67x64", "float16"), into_exercise=True),
 )
 
 
