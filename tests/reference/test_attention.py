@@ -311,7 +311,7 @@ MISTAKES = {
     "the running output not rescaled when the maximum grows": (
         [("        acc = acc * rescale[:, None]\n", "", 1)], False),
     "the softmax scale left out": (
-        [("        LOG2E / math.sqrt(head_dim),\n", "        LOG2E,\n", 1)], False),
+        [("        LOG2E.value / math.sqrt(head_dim),\n", "        LOG2E.value,\n", 1)], False),
     "the causal mask off by one": (
         [("                visible = visible & (keys[None, :] <= rows[:, None])\n",
           "                visible = visible & (keys[None, :] < rows[:, None])\n", 2)],
