@@ -12,8 +12,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # One pytest-xdist worker a core; the tests that share the reference's graded run (the
-# `reference` group) stay on one worker. PARALLEL= runs the suite in one process.
-PARALLEL ?= -n auto --dist loadgroup
+# `reference` group) stay on one worker. A worker that dies (out of memory, a crash) ends the
+# run at once, naming the test it was running: replacing it can leave --dist loadgroup waiting
+# forever (pytest-xdist issue 1378). PARALLEL= runs the suite in one process.
+PARALLEL ?= -n auto --dist loadgroup --max-worker-restart=0
 # JupyterLab refuses to start as root without this option (make course prints the command).
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)), --allow-root)
 

@@ -39,6 +39,14 @@ import threading
 FORK_LIMIT_S = 30.0  # a fork answered later than this: the server is stopped or broken
 READY_LIMIT_S = 120.0  # importing torch and Triton on a loaded machine
 FRESH_VARIABLE = "LEARNING_FRESH_PROCESSES"
+# What a child sets for itself after the fork and the server never reads: its import path, and
+# the course's own settings (the order a graded launch runs its programs in differs with every
+# run's seed). Left out of the server's environment and of what picks a server, so that runs
+# differing only in these share one server instead of starting one each.
+_CHILD_ONLY_PREFIXES = ("PYTHONPATH", "LEARNING_")
+# Servers kept at once: each holds torch and Triton (about 300 MB). Starting one more ends the
+# least recently used idle one, so that no sequence of environments can fill the memory.
+MAX_SERVERS = 2
 PRELOAD = ("torch", "triton")
 _MESSAGE_BYTES = 1 << 20
 
@@ -155,10 +163,15 @@ class Unavailable(Exception):
     """No server can fork this process: the caller starts a fresh interpreter."""
 
 
+def _server_environment(env: dict[str, str]) -> dict[str, str]:
+    """The environment a server starts under: ``env`` less what each child sets for itself."""
+    return {k: v for k, v in env.items() if not k.startswith(_CHILD_ONLY_PREFIXES)}
+
+
 def _startup_key(env: dict[str, str]) -> frozenset:
-    """What a server is started under: the environment less ``PYTHONPATH`` (which each child
-    sets for itself); a child whose other settings differ gets a server of its own."""
-    return frozenset((k, v) for k, v in env.items() if k != "PYTHONPATH")
+    """What a server is started under (:func:`_server_environment`); a child whose other
+    settings differ gets a server of its own."""
+    return frozenset(_server_environment(env).items())
 
 
 class ForkedProcess:
@@ -198,7 +211,7 @@ class _Server:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", f"import os;exec(compile(os.fdopen({program_r},'rb')"
                  f".read(),'<program>','exec'))"],
-                cwd=cwd, env={k: v for k, v in env.items() if k != "PYTHONPATH"},
+                cwd=cwd, env=_server_environment(env),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 pass_fds=(program_r, theirs.fileno()), start_new_session=True,
             )  # fmt: skip
@@ -292,6 +305,11 @@ class _Server:
             self._changed.notify_all()
         self._forked.put(None)
 
+    def idle(self) -> bool:
+        """No child of this server is running (closing it would end none)."""
+        with self._changed:
+            return not self._children
+
     def exit_code(self, pid: int) -> int | None:
         with self._changed:
             return self._exits.get(pid)
@@ -340,13 +358,17 @@ def spawn(entry: str, env: dict[str, str], cwd: str, fds: list[int], log_r: int)
         raise Unavailable("forking is off")
     key = _startup_key(env)
     with _lock:
-        server = _servers.get(key)
+        server = _servers.pop(key, None)  # put back last: the most recently used
         if server is None or not server.alive or server.process.poll() is not None:
             if server is not None:
                 server.close()
             if not _at_exit:
                 _at_exit.append(atexit.register(close_all))
-            _servers[key] = server = _Server(env, cwd)
+            idle = [k for k, s in _servers.items() if s.idle()]  # least recently used first
+            for old in idle[: max(0, len(_servers) + 1 - MAX_SERVERS)]:
+                _servers.pop(old).close()
+            server = _Server(env, cwd)
+        _servers[key] = server
     return server.spawn(entry, env, cwd, fds, log_r)
 
 

@@ -128,6 +128,53 @@ def test_forked_processes_share_no_state_and_draw_their_own_random_numbers(fresh
     assert seen[0]["random"] != seen[1]["random"]
 
 
+def test_runs_that_differ_only_in_the_courses_own_settings_share_one_server(fresh_servers):
+    """Each graded run sets its own program order (LEARNING_GRID_ORDER_SEED): a server per
+    value would start one more torch-holding process for every run and never end it."""
+    seen = []
+    for order in ("1", "2"):
+        probe = Probe(True)
+        probe.env = {**probe.env, "LEARNING_GRID_ORDER_SEED": order}
+        try:
+            seen.append(probe.look())
+        finally:
+            probe.close()
+    assert seen[0]["parent"] == seen[1]["parent"] and len(forkserver.pids()) == 1
+    assert [s["env"]["LEARNING_GRID_ORDER_SEED"] for s in seen] == ["1", "2"]
+    with open(f"/proc/{seen[0]['parent']}/environ", "rb") as environ:
+        assert b"LEARNING_" not in environ.read()  # the server holds no run's settings
+
+
+def test_no_sequence_of_environments_keeps_more_servers_than_the_limit(fresh_servers,
+                                                                       monkeypatch):  # fmt: skip
+    """Servers started under other settings end, least recently used first, but never one
+    whose child is still running."""
+    monkeypatch.setattr(forkserver, "PRELOAD", ())  # servers that start at once
+    busy = Probe(True)
+    busy.env = {**busy.env, "COURSE_TEST_SETTING": "busy"}
+    try:
+        held = busy.look()  # its child waits for the next request: running throughout
+        for number in range(forkserver.MAX_SERVERS + 3):
+            probe = Probe(True)
+            probe.env = {**probe.env, "COURSE_TEST_SETTING": str(number)}
+            try:
+                probe.look()
+            finally:
+                probe.close()
+            assert len(forkserver.pids()) <= forkserver.MAX_SERVERS + 1
+        assert held["parent"] in forkserver.pids()  # a server with a running child is kept
+        assert busy.running
+    finally:
+        busy.close()
+    ended = Probe(True)  # one more setting: the busy server is idle now and ends
+    ended.env = {**ended.env, "COURSE_TEST_SETTING": "last"}
+    try:
+        ended.look()
+    finally:
+        ended.close()
+    assert len(forkserver.pids()) <= forkserver.MAX_SERVERS
+
+
 @pytest.mark.parametrize(
     ("then", "reason"),
     [("exit", "exit status 3"), ("raise", "exit status 1"), ("segfault", "SIGSEGV")],
