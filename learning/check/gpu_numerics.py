@@ -1,8 +1,9 @@
-"""Two changes to Triton's CPU interpreter, so that a graded run on the CPU sees what a GPU does.
+"""Three changes to Triton's CPU interpreter, so that a graded run on the CPU sees what a GPU does.
 
 The checker grades kernels on the CPU through Triton's interpreter
-(``triton/runtime/interpreter.py``, Triton 3.6). In two ways the interpreter does not do what
-a compiled kernel does, and both would let a kernel pass on the CPU that fails on a GPU:
+(``triton/runtime/interpreter.py``, Triton 3.6). In three ways the interpreter does not do what
+a compiled kernel does, and each would let a kernel pass on the CPU that fails on a GPU, or
+fail one that passes there:
 
 * **Rounding to 16 bits.** A compiled kernel converts a float32 value to bfloat16 by rounding
   to the nearest bfloat16 (ties to the even one), as PyTorch does. The interpreter cuts the
@@ -26,22 +27,38 @@ a compiled kernel does, and both would let a kernel pass on the CPU that fails o
   on each other gives the same result in any order, and so does one whose programs combine
   their results with atomics or in a second launch.
 
+* **The precision of** ``tl.dot``. On float32 tiles ``tl.dot`` runs on the tensor cores in
+  TF32 unless it is asked for ``input_precision="ieee"`` (or ``"tf32x3"``): TF32 is Triton's
+  default, and the tensor cores read only the top 10 of each operand's 23 mantissa bits (the
+  low 13 are ignored, not rounded: Triton issue 4574). The interpreter multiplies in full
+  float32 whatever it is asked, so a float32 GEMM that forgot ``input_precision="ieee"``
+  passed on the CPU and misses float32's tolerance on a GPU by about a hundred times. In a
+  graded run a TF32 ``tl.dot`` drops those 13 bits of each operand first. The interpreter's
+  bfloat16 ``tl.dot`` multiplies the raw bit patterns as integers (Triton issue 11584); in a
+  graded run it multiplies the bfloat16 values, as the tensor cores do: exactly, summed in
+  float32. :class:`exact_dots` turns the TF32 change off for a while (the checker reruns a
+  failing float32 call so to say that TF32 is what failed it).
+
 Nothing else changes: the arithmetic the interpreter does on 16-bit values (``x + y`` on two
-bfloat16 tensors, ``tl.dot``) is still its own. Only the checker's processes install these
+bfloat16 tensors) is still its own. Only the checker's processes install these
 changes; the course's tests and lessons run the interpreter as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
 
 import numpy as np
 
 ORDER_SEED_VARIABLE = "LEARNING_GRID_ORDER_SEED"
 
 _installed: list[tuple[object, str, object]] = []  # (owner, name, the original) once installed
-_in_order = False  # the worker can ask for programs in their own order (a hint's rerun)
+# Changes the worker can switch off for a while, to rerun a failing call for a hint: the
+# shuffled order of programs ("order"), TF32's dropped bits ("tf32").
+_off = {"order": False, "tf32": False}
 
 
 def install() -> None:
@@ -51,10 +68,11 @@ def install() -> None:
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
-    names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx")
+    names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx", "create_dot")
     _installed.extend((builder, name, vars(builder)[name]) for name in names)
     _install_conversions(interpreter)
     _install_order(interpreter, _order_seed())
+    _install_dot(interpreter)
 
 
 def uninstall() -> None:
@@ -64,18 +82,25 @@ def uninstall() -> None:
         setattr(owner, name, original)
 
 
-class in_order:
+@contextlib.contextmanager
+def _switched_off(change: str) -> Iterator[None]:
+    before, _off[change] = _off[change], True
+    try:
+        yield
+    finally:
+        _off[change] = before
+
+
+def in_order() -> contextlib.AbstractContextManager[None]:
     """Within this block the programs of a launch run 0, 1, 2 ... as the interpreter's own
     loop runs them (the checker compares with this to say that a failure depends on order)."""
+    return _switched_off("order")
 
-    def __enter__(self) -> in_order:
-        global _in_order
-        self._before, _in_order = _in_order, True
-        return self
 
-    def __exit__(self, *exc_info) -> None:
-        global _in_order
-        _in_order = self._before
+def exact_dots() -> contextlib.AbstractContextManager[None]:
+    """Within this block a float32 ``tl.dot`` asked for TF32 multiplies in full float32, as the
+    interpreter's own does (the checker compares with this to say that TF32 failed a call)."""
+    return _switched_off("tf32")
 
 
 # --------------------------------------------------------------------------- conversions
@@ -216,7 +241,7 @@ def _install_order(interpreter, seed: int | None) -> None:
         grid = (nx, ny, nz)
         if grid not in orders:
             orders[grid] = program_order(grid, seed)
-        self._program_order = None if _in_order else orders[grid]
+        self._program_order = None if _off["order"] else orders[grid]
 
     def set_grid_idx(self, x, y, z):
         order = getattr(self, "_program_order", None)
@@ -227,3 +252,35 @@ def _install_order(interpreter, seed: int | None) -> None:
         original_idx(self, x, y, z)
 
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+
+
+# --------------------------------------------------------------------------- tl.dot
+
+
+def tf32_values(values: np.ndarray) -> np.ndarray:
+    """float32 ``values`` as the tensor cores read them for a TF32 product: the low 13 of the
+    23 mantissa bits dropped (toward zero). A NaN stays a NaN."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    kept = np.where(nan, bits | 0x00400000, bits & np.uint32(0xFFFFE000))
+    return kept.astype(np.uint32).view(np.float32)
+
+
+def _install_dot(interpreter) -> None:
+    import triton.language as tl
+
+    builder = interpreter.InterpreterBuilder
+    original = builder.create_dot
+    tf32 = interpreter._ir.INPUT_PRECISION.TF32
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        left, right = a.dtype.scalar, b.dtype.scalar
+        if left == tl.bfloat16 and right == tl.bfloat16:
+            a = interpreter.TensorHandle(bfloat16_to_float32(a.data), tl.float32)
+            b = interpreter.TensorHandle(bfloat16_to_float32(b.data), tl.float32)
+        elif left == right == tl.float32 and input_precision == tf32 and not _off["tf32"]:
+            a = interpreter.TensorHandle(tf32_values(a.data), tl.float32)
+            b = interpreter.TensorHandle(tf32_values(b.data), tl.float32)
+        return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    builder.create_dot = create_dot

@@ -20,7 +20,8 @@ pipe of its own:
   call returned them, whether they changed a moment later, the trace, and a few
   observations (hints only). Under Triton's interpreter a kernel worker converts to 16 bits
   as a GPU does and runs a launch's programs out of order (:mod:`learning.check.gpu_numerics`;
-  ``in_order`` asks for the interpreter's own order, for a hint).
+  ``in_order`` asks for the interpreter's own order and ``exact_dots`` for float32 ``tl.dot``
+  in full precision whatever it asks, each for a hint).
 
 Replies are plain data (:func:`learning.check.protocol.to_plain`); an exception in the
 learner's code is a reply too (:func:`learning.check.protocol.describe_error`). The learner's
@@ -197,7 +198,8 @@ class Worker:
             recorder.add_input(name, value)
         threads_before = set(threading.enumerate())
         in_order = self.numerics.in_order() if request.get("in_order") else nullcontext()
-        with self.trap() as trap, recorder, in_order:
+        exact = self.numerics.exact_dots() if request.get("exact_dots") else nullcontext()
+        with self.trap() as trap, recorder, in_order, exact:
             outputs = tuple(path(inputs) if path else spec.call(function, inputs))
             if torch.cuda.is_available() and torch.cuda.is_initialized():
                 torch.cuda.synchronize()

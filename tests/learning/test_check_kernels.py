@@ -493,7 +493,7 @@ def test_softmax_backward_without_row_sum_is_named(tmp_path, monkeypatch):
     assert "grad_x matches y * dy: it is missing the row-sum term" in message
 
 
-MATMUL_DROPPING_THE_K_TAIL = HEADER + """
+MATMUL_TILES = HEADER + """
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                   BK: tl.constexpr):
@@ -501,11 +501,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
     cols = tl.program_id(1) * BN + tl.arange(0, BN)
     ks = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K // BK):  # the fault: drops the last K % BK
+    for k in range(0, tl.cdiv(K, BK)):
         kk = k * BK + ks
-        a = tl.load(a_ptr + rows[:, None] * K + kk[None, :], mask=rows[:, None] < M, other=0.0)
-        b = tl.load(b_ptr + kk[:, None] * N + cols[None, :], mask=cols[None, :] < N, other=0.0)
-        acc += tl.dot(a.to(tl.float32), b.to(tl.float32))
+        a = tl.load(a_ptr + rows[:, None] * K + kk[None, :],
+                    mask=(rows[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * N + cols[None, :],
+                    mask=(kk[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)  # PRECISION
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=mask)
 
@@ -514,18 +516,46 @@ def matmul(a, b):
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
-    matmul_kernel[grid](a, b, c, M, N, K, BM=32, BN=32, BK=32)
+    matmul_kernel[grid](a.contiguous(), b.contiguous(), c, M, N, K, BM=32, BN=32, BK=32)
     return c
 """
+
+
+MATMUL_DROPPING_THE_K_TAIL = MATMUL_TILES.replace(
+    "for k in range(0, tl.cdiv(K, BK)):", "for k in range(0, K // BK):  # drops the last K % BK"
+).replace("acc = tl.dot(a, b, acc)  # PRECISION", 'acc = tl.dot(a, b, acc, input_precision="ieee")')
 
 
 @pytest.mark.slow
 def test_matmul_dropping_the_k_tail_is_named(tmp_path, monkeypatch):
     """Does a K loop that stops at K // BLOCK_K fail with a hint about the K tail?"""
+    assert "K // BK" in MATMUL_DROPPING_THE_K_TAIL and '"ieee"' in MATMUL_DROPPING_THE_K_TAIL
     package = make_impl(tmp_path, monkeypatch, matmul=MATMUL_DROPPING_THE_K_TAIL)
     results = failures(run_only("matmul", package, "matmul 64x64x64", "matmul 75x93x61"))
     assert "matmul 64x64x64" not in results
     assert "the K loop dropped the last 29" in results["matmul 75x93x61"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["", 'input_precision="ieee"'])
+def test_a_float32_gemm_in_tf32_fails_as_on_a_gpu_and_is_named(precision, tmp_path, monkeypatch):
+    """tl.dot on float32 tiles is TF32 unless asked otherwise: on a GPU that misses float32's
+    tolerance, and so it does graded on the CPU, with a hint that names it. Asked for IEEE,
+    the same kernel passes; its 16-bit tiles pass either way (bfloat16 ones too, multiplied
+    as a GPU multiplies them)."""
+    source = MATMUL_TILES.replace("acc = tl.dot(a, b, acc)  # PRECISION",
+                                  f"acc = tl.dot(a, b, acc, {precision})")  # fmt: skip
+    package = make_impl(tmp_path, monkeypatch, matmul=source)
+    check = "matmul 75x93x61"
+    results = [r for r in run_only("matmul", package, check) if r.name == check]
+    if precision:
+        assert results[0].passed, results[0].message
+        return
+    message = results[0].message
+    assert "float32" in message and "in TF32" in message, message
+    assert 'input_precision="ieee"' in message and "matmul_kernel" in message, message
+    for dtype in ("float16", "bfloat16"):
+        assert f"{dtype} " not in message.split("\n")[0], message  # only float32 failed
 
 
 def test_import_error_is_reported_per_check(tmp_path, monkeypatch):

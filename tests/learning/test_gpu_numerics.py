@@ -8,6 +8,9 @@
 * The order of programs: a kernel whose program i hands a partial sum to program i + 1
   through global memory passes under the interpreter's own order and fails under the
   checker's, which names the kernel.
+* ``tl.dot``: on float32 tiles in TF32 (Triton's default) it reads 10 mantissa bits of each
+  operand, as the tensor cores do, and in full float32 when asked for ``"ieee"``; on bfloat16
+  tiles it multiplies the values (the interpreter's own multiplies the bit patterns).
 """
 
 from __future__ import annotations
@@ -258,3 +261,55 @@ def test_the_checker_fails_a_kernel_whose_programs_hand_results_on(tmp_path, mon
     message = failed["sum 37x781"]
     assert "handed_on_sum" in message and "shuffled order" in message, message
     print(message)
+
+
+# --------------------------------------------------------------------------- tl.dot
+
+
+def test_tf32_values_drop_the_low_13_mantissa_bits_toward_zero():
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 1 << 32, COUNT, dtype=np.uint64).astype(np.uint32)
+    values = bits.view(np.float32)
+    kept = gpu_numerics.tf32_values(values)
+    nan = np.isnan(values)
+    assert np.isnan(kept[nan]).all()
+    assert (kept[~nan].view(np.uint32) == (bits[~nan] & 0xFFFFE000)).all()
+    normal = ~nan & np.isfinite(values) & (np.abs(values) >= np.finfo(np.float32).tiny)
+    error = np.abs(values[normal].astype(np.float64) - kept[normal]) / np.abs(values[normal])
+    assert error.max() < 2.0**-10  # ten mantissa bits kept (fewer in a subnormal)
+    assert (np.abs(kept[~nan]) <= np.abs(values[~nan])).all()
+
+
+@triton.jit
+def _dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr, PRECISION: tl.constexpr):
+    rows = tl.arange(0, N)
+    tile = rows[:, None] * N + rows[None, :]
+    a, b = tl.load(a_ptr + tile), tl.load(b_ptr + tile)
+    tl.store(c_ptr + tile, tl.dot(a, b, input_precision=PRECISION))
+
+
+def _product(a: torch.Tensor, b: torch.Tensor, precision: str) -> torch.Tensor:
+    c = torch.empty(a.shape, dtype=torch.float32)
+    _dot[(1,)](a, b, c, N=a.shape[0], PRECISION=precision)
+    return c.double()
+
+
+def test_a_float32_dot_in_tf32_reads_ten_mantissa_bits_and_in_ieee_all(patched):
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(32, 32, generator=generator) for _ in range(2))
+    exact = a.double() @ b.double()
+    as_tf32 = [torch.from_numpy(gpu_numerics.tf32_values(t.numpy())).double() for t in (a, b)]
+    scale = exact.abs().max()
+    assert (_product(a, b, "ieee") - exact).abs().max() < 1e-6 * scale
+    tf32 = _product(a, b, "tf32")
+    assert (tf32 - as_tf32[0] @ as_tf32[1]).abs().max() < 1e-6 * scale  # those bits, summed
+    assert (tf32 - exact).abs().max() > 1e-4 * scale  # past float32's tolerance
+    with gpu_numerics.exact_dots():  # the checker's rerun for its hint
+        assert (_product(a, b, "tf32") - exact).abs().max() < 1e-6 * scale
+
+
+def test_a_bfloat16_dot_multiplies_the_values(patched):
+    generator = torch.Generator().manual_seed(1)
+    a, b = (torch.randn(32, 32, generator=generator).bfloat16() for _ in range(2))
+    exact = a.double() @ b.double()  # products of bfloat16 values are exact in float32
+    assert (_product(a, b, "tf32") - exact).abs().max() < 1e-5 * exact.abs().max()
