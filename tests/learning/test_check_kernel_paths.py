@@ -15,6 +15,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+import graded_reference  # which worker grades the reference (tests/graded_reference.py)
 import pytest
 import torch
 from test_check_kernels import run_only
@@ -180,11 +181,11 @@ MODULES = sorted({spec.module for specs in ops.exercises().values() for spec in 
 
 
 @pytest.mark.parametrize("module", [
-    pytest.param(module, marks=[pytest.mark.slow] if any(
-        ops.exercises()[name][0].training for name in _exercises_of(module)) else [])
+    pytest.param(module, marks=[graded_reference.group_of_module(module)] + ([pytest.mark.slow]
+                 if any(ops.exercises()[name][0].training for name in _exercises_of(module))
+                 else []))
     for module in MODULES
 ])  # fmt: skip
-@pytest.mark.xdist_group("reference")
 def test_every_kernel_of_a_file_is_launched_by_some_check(module, reference_report):
     """Does grading the reference, over every exercise of an op module, launch every kernel
     the module defines? A kernel no check launches is a path a learner writes and nobody

@@ -13,6 +13,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+import graded_reference  # which worker grades the reference (tests/graded_reference.py)
 import pytest
 import test_check_kernels as check_kernels
 import torch
@@ -151,7 +152,7 @@ def test_the_reference_softmax_without_its_row_clamp_fails_on_its_loads(tmp_path
     assert "hint: mask every load" in message
 
 
-@pytest.mark.xdist_group("reference")
+@graded_reference.group("softmax")
 def test_reference_softmax_moves_its_logical_bytes(reference_report):
     """Does ``learning.check softmax --reference --json`` report, for every case its one-pass
     kernel runs, loaded plus stored bytes within 1.00-1.05x of the registry's logical bytes,
