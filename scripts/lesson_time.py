@@ -7,9 +7,9 @@ A lesson's minutes (``minutes`` in ``course_manifest.toml``) cover reading it, r
 cells and doing its exercise. The part that can be measured is a floor: the words of its
 source at ``WORDS_PER_MINUTE`` (prose and code alike; a reader slows down on code, so this is
 generous to the lesson), plus the time its notebook takes to run on this machine without a
-GPU (``gpu``-tagged cells skipped, as ``tests/lessons/test_notebooks_run.py`` runs it). A
-lesson whose floor is over its minutes cannot be done in them; the table says which, and the
-notebook test fails it.
+GPU, where its ``gpu``-tagged cells skip themselves (``learning.gpu_cell``), as
+``tests/lessons/test_notebooks_run.py`` runs it. A lesson whose floor is over its minutes
+cannot be done in them; the table says which, and the notebook test fails it.
 
 One line per lesson: the stated minutes, the words, the reading minutes, the run seconds
 (with ``--run``), and whether the floor fits. Exits 1 when a lesson does not fit.
@@ -18,7 +18,6 @@ One line per lesson: the stated minutes, the words, the reading minutes, the run
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import re
 import sys
@@ -31,8 +30,6 @@ sys.path.insert(0, str(ROOT))
 from learning import manifest as manifest_module  # noqa: E402
 
 WORDS_PER_MINUTE = 200
-GPU_TAG = "gpu"
-SKIPPED_NOTE = "skipped on CPU: this cell needs a GPU"
 _FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z0-9_']+")
 
@@ -50,18 +47,6 @@ def fits(stated_minutes: float, reading: float, run_s: float = 0.0) -> bool:
     return reading + run_s / 60 <= stated_minutes
 
 
-def cpu_copy(notebook):
-    """A copy of ``notebook`` whose `gpu`-tagged code cells only print that they were skipped,
-    and how many there were."""
-    runnable = copy.deepcopy(notebook)
-    skipped = 0
-    for cell in runnable.cells:
-        if cell.cell_type == "code" and GPU_TAG in cell.get("metadata", {}).get("tags", []):
-            cell.source = f'print("{SKIPPED_NOTE}")'
-            skipped += 1
-    return runnable, skipped
-
-
 def kernel_environment() -> dict[str, str]:
     """The environment a lesson's kernel runs in here: Triton's interpreter, no CUDA."""
     environment = dict(os.environ)
@@ -75,14 +60,14 @@ def kernel_environment() -> dict[str, str]:
 
 
 def run_seconds(notebook_path: Path, limit_s: float = 600) -> float:
-    """How long the notebook takes to run top to bottom here (its CPU copy, in lessons/)."""
+    """How long the notebook takes to run top to bottom here, without a GPU, in lessons/."""
     import nbformat
     from nbclient import NotebookClient
 
-    runnable, _ = cpu_copy(nbformat.read(notebook_path, as_version=4))
     client = NotebookClient(
-        runnable, kernel_name="python3", timeout=limit_s, startup_timeout=60,
-        shutdown_kernel="immediate", resources={"metadata": {"path": str(notebook_path.parent)}},
+        nbformat.read(notebook_path, as_version=4), kernel_name="python3", timeout=limit_s,
+        startup_timeout=60, shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(notebook_path.parent)}},
     )  # fmt: skip
     started = time.perf_counter()
     client.execute(env=kernel_environment())

@@ -3,11 +3,11 @@
 A lesson may show the spec, the exercise's skeleton (its TODOs) and the learner's own code,
 never the lines `scripts/make_exercises.py` strips from `reference/` (`solution_regions.py`
 reads them with that script's parser). Each notebook runs as `test_notebooks_run.py` runs a
-lesson (the CPU copy: `gpu` cells skipped), with IPython's pager shown as output, so what
-`%psource`, `%pinfo2` and `??` page is there too; then every output of every code cell, as
-the learner would see it (printed text, displayed text and HTML, tracebacks), is searched
-for a run of a solution region's lines. Whatever showed it, `inspect.getsource`, a pager, a
-file read or a shell `cat`, the region is named with the cell.
+lesson (on a CPU, where its `gpu` cells skip themselves), with IPython's pager shown as
+output, so what `%psource`, `%pinfo2` and `??` page is there too; then every output of every
+code cell, as the learner would see it (printed text, displayed text and HTML, tracebacks), is
+searched for a run of a solution region's lines. Whatever showed it, `inspect.getsource`, a
+pager, a file read or a shell `cat`, the region is named with the cell.
 
 The lessons themselves are searched in `test_notebooks_run.py`, on the one run of each notebook
 that test makes (with the pager shown as output, as here). The failing cases are the lessons'
