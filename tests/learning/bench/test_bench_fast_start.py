@@ -155,6 +155,14 @@ def test_python_m_answers_help_and_refusals_without_torch(arguments, says):
     assert not (REPO_ROOT / "x.json").exists()
 
 
+@pytest.mark.parametrize("arguments", [["results/h200/all.json"], ["no-such.json"]],
+                         ids=" ".join)  # fmt: skip
+def test_validating_imports_no_torch(arguments):
+    done = _module("learning.report", "validate", *arguments)
+    assert "TORCH False" in done.stderr, done.stderr
+    assert done.returncode == (0 if arguments[0].startswith("results") else 2), done.stdout
+
+
 # A Ctrl-C at a chosen moment: SIGINT sent to itself as the named module is first imported.
 INTERRUPTED_PROBE = (
     "import os, runpy, signal, sys\n"
