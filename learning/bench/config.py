@@ -228,11 +228,18 @@ def _positive(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
 
 
+def check_margin(percent: object) -> None:
+    """A verdict's practical margin is a percentage above 0 and below 100: kernel-bench's and
+    ``kernel-bench compare``'s (a margin of 0 would call any difference, however small and
+    however noisy, a change)."""
+    if not _positive(percent) or percent >= 100:
+        raise BenchInputError(f"--margin must be a percentage above 0 and below 100, got "
+                              f"{percent!r}")  # fmt: skip
+
+
 def _check_sampling(config: BenchConfig) -> None:
     """--margin, and --max-noise with its --min-samples and --max-seconds."""
-    if not _positive(config.margin) or config.margin >= 100:
-        raise BenchInputError(f"--margin must be a percentage above 0 and below 100, got "
-                              f"{config.margin!r}")  # fmt: skip
+    check_margin(config.margin)
     if not _positive(config.max_seconds):
         raise BenchInputError(
             f"--max-seconds must be a positive number, got {config.max_seconds!r}"

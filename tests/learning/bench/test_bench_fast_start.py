@@ -52,7 +52,7 @@ def test_help_imports_no_torch(arguments):
         (["--op", "softmax", "--output", "results/h200/all.json"], "already exists"),
         (["--op", "softmax", "--margin", "0", "--output", "x.json"], "--margin"),
         (["compare", "results/h200/all.json", "results/h200/all.json", "--margin", "0"],
-         "--margin 0: a percentage above 0"),
+         "--margin must be a percentage above 0 and below 100, got 0.0"),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )  # fmt: skip
@@ -70,7 +70,7 @@ def test_a_deeply_nested_report_is_refused_in_one_line(tmp_path):
     done = _kernel_bench("compare", str(deep), "results/h200/all.json")
     lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("TORCH")]
     assert done.returncode == 2 and lines == [
-        f"kernel-bench compare: error: BASE {deep}: nested too deeply to be a report"
+        f"kernel-bench compare: error: BASE {deep}: nested deeper than 64 levels (MAX_NESTING)"
     ], done.stderr
 
 
