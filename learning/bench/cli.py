@@ -7,11 +7,13 @@ no file written), 130 interrupted (a ``complete: false`` report of what was fini
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from learning import ops
 from learning.bench.config import (
     BURSTS,
     CACHES,
@@ -50,10 +52,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _dimension(text: str):
-    """``"1024"`` -> 1024; anything else is kept so the op's shape check can name it."""
+def _dimension(text: str) -> int:
+    """``"1024"`` -> 1024; anything but a positive integer is refused while parsing, before
+    an op definition (and torch) is imported. How many dimensions an op takes is its
+    definition's to say (``OpSpec.validate_shape``)."""
     stripped = text.strip()
-    return int(stripped) if stripped.lstrip("-").isdigit() else text
+    if not (stripped.isascii() and stripped.isdigit() and int(stripped) > 0):
+        raise argparse.ArgumentTypeError(f"invalid dimension {text!r}: a positive integer")
+    return int(stripped)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -64,12 +70,16 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "--op", required=True, help="an op of the registry, or all (forward ops), training"
+        "--op",
+        required=True,
+        help=f"an op or a group of ops: {', '.join([*ops.GROUPS, *ops.NAMES])} (all: the forward "
+        "ops; training: the training steps)",
     )
     p.add_argument(
         "--shape",
         nargs="+",
         action="append",
+        type=_dimension,
         metavar="D",
         help="one shape (repeat --shape for more); default: the op's shapes",
     )
@@ -176,9 +186,7 @@ def parser() -> argparse.ArgumentParser:
 def parse(argv: list[str] | None = None) -> BenchConfig:
     """The command line as a :class:`BenchConfig` (argparse exits 2 on a malformed line)."""
     args = parser().parse_args(argv)
-    shapes = (
-        tuple(tuple(_dimension(d) for d in shape) for shape in args.shape) if args.shape else None
-    )
+    shapes = tuple(tuple(shape) for shape in args.shape) if args.shape else None
     return BenchConfig(
         op=args.op,
         output=args.output,
@@ -212,6 +220,19 @@ def _interrupt_as_usual() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _out_of_memory(error: BaseException) -> str | None:
+    """What an allocation that failed said, in one line (None for any other error): on the CPU
+    torch raises a RuntimeError from its allocator, Python a MemoryError."""
+    text = " ".join(str(error).split())
+    words = text.lower()
+    if isinstance(error, MemoryError) or "can't allocate memory" in words or (
+        "out of memory" in words
+    ):
+        said = re.sub(r"^\[enforce fail at [^]]*\]\s*(\S+ == \S+\.\s*)?", "", text)
+        return said or type(error).__name__  # less torch's source location and assertion
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         config = parse(argv)
@@ -232,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except (MemoryError, RuntimeError) as error:  # a shape this machine cannot hold
+        said = _out_of_memory(error)
+        if said is None:
+            raise
+        print(f"kernel-bench: error: out of memory: {said}; no report written; choose a "
+              "smaller --shape", file=sys.stderr)  # fmt: skip
+        return 2
     print(format_table(report.data))
     if not report.complete:
         where = report.path

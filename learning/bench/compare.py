@@ -7,11 +7,22 @@
 
 **Two runs.** Cases are matched by (op, shape, dtype) and variants by name. For each matched
 pair the figure is NEW's median over BASE's (above 1: NEW is slower), with a 95% bootstrap
-interval: each report's samples are resampled with replacement, on their own, many times, and
-the ratio of the two resampled medians is taken each time. The bootstrap is *unpaired* because
-two runs share no rounds: the i-th sample of BASE and the i-th of NEW were taken minutes or
-days apart, under clocks of their own, so pairing them by index would claim a correlation
-that does not exist. Within one report it is the other way round (below).
+interval: each report's samples are resampled on their own, *whole visits at a time*, many
+times, and the ratio of the two resampled medians is taken each time. A run visits each case
+several times (``--visits``) at moments spread over the run, and in each visit times its
+rounds one after another; the rounds of one visit share that moment's clocks, so they are not
+independent draws. On the H200 a 16384 x 1024 x 1024 GEMM's three rounds of one visit agree
+within 1% while its five visits spread over 25% (``results/h200/gemm-fp16-seed1.json``):
+fifteen samples there are five observations of the drift, not fifteen. Resampling samples one
+by one took them for fifteen, gave an interval as if the drift had been measured fifteen
+times, and read that GEMM ``slower`` by 6% against a run of the same code
+(``gemm-fp16-seed2.json``). Resampling visits keeps each visit's rounds together, so the drift
+between visits, which is also what moves one run against another, widens the interval. The
+bootstrap is *unpaired* because two runs share no rounds: the i-th sample of BASE and the
+i-th of NEW were taken minutes or days apart, under clocks of their own, so pairing them by
+index would claim a correlation that does not exist. Within one report it is the other way
+round (below). A run of one visit shows nothing of the drift between visits: its pairs are
+not compared.
 
 **The verdict** holds the interval against a practical margin (2% unless ``--margin``), the
 same either way round (from 1/1.02 to 1.02, so that BASE against NEW is the mirror of NEW
@@ -23,12 +34,19 @@ read as "the same" exactly where the run could not tell. The margin asks how lar
 difference matters; the interval, whether the run resolved it; ``ambiguous`` says that it did
 not: more samples, or an A/A test, are the next step, not a conclusion.
 
-**What the interval leaves out.** It is the spread of each run's median as its own samples
-show it. It treats a run's samples as exchangeable, while the rounds of one visit share a
-moment; and it knows nothing of what moves a whole run (the clock state a GPU settles in, a
-driver, another day): two runs of unchanged code on the H200 have read medians several per
-cent apart (``results/NOTES.md``). A confirmed difference between two runs is a difference
-between the runs; that it comes from the code is for an A/A pair of runs to show.
+**What the interval leaves out, measured.** Whatever moves a whole run and shows in none of
+its visits (the clock state a GPU settles in for the run, a driver, another day) is in no
+interval drawn from one run. The recorded A/A pairs say how much that is: the reports of one
+sweep under different seeds and identical code and settings (``gemm-seed0..3``,
+``gemm-fp16-seed1..3``, ``gemm-train-seed0..3`` on the H200: 15 pairs, 84 matched variants).
+Their medians differ by less than the intervals drawn from whole visits allow (the mean
+squared log ratio of the medians is 0.00195; the intervals allow 0.00236, their half-width
+over 1.96 squared, where intervals drawn from single samples allowed 0.00075 and read two
+of the pairs ``slower`` and one ``faster``): no separate run-to-run term is left to add, and
+no pair reads ``slower`` or ``faster`` either way round
+(``tests/learning/bench/test_compare_aa.py`` holds both). A confirmed difference between two
+runs is still a difference between the runs; that it comes from the code is for an A/A pair
+of runs to show, where the A/A pairs of that kind of case are few.
 
 **One run** (``--within``): each variant against its case's eager variant, paired round by
 round: the median over rounds of eager's sample over the variant's (``paired_ratio``, the
@@ -38,12 +56,20 @@ the drift between rounds stays cancelled, and the rounds that ran throttled left
 report's own verdicts leave them out (``learning.report.telemetry``). With the default margin
 and seed it gives the verdicts the report records.
 
-Settings that change what a sample means (the device and GPU, the timing mode, the cache
-mode and its flush, the warm-up bursts) must agree, or the comparison is refused unless
-``--allow-mismatch``. Variants that failed, were skipped, or have too few samples are listed
-as such and never compared. Every resampling draws from a generator seeded by ``--seed`` and
-the pair's own name, so the output is the same on every run, and one pair's interval does not
-depend on which other cases the reports hold.
+Settings that change what a sample is must agree, or the comparison is refused unless
+``--allow-mismatch``: the device and GPU, the timing mode, the cache mode and its flush, the
+warm-up bursts, the calls averaged in one sample (``--iterations``), and, where both runs
+compiled a baseline, torch.compile's mode (``compile`` under max-autotune is another variant
+than under the default mode, with the same name). What may differ is named in a notice, on
+the table's last lines and in ``--json``'s ``noted_differences``: the samples and visits each
+figure rests on (the interval accounts for them) and the versions of torch, Triton, CUDA, the
+driver and Python (a change of version is a change of the code that ran, as the files listed
+as differing are; what a comparison may be about, but not silently). Variants that failed,
+were skipped, or have too few samples or visits are listed as such and never compared.
+
+Every resampling draws from a generator seeded by ``--seed`` and the pair's own name, so the
+output is the same on every run, and one pair's interval does not depend on which other cases
+the reports hold.
 
 Exit status: 0 when nothing is confirmed slower, 1 when some pair is ``slower`` (``--within``
 describes one run and always exits 0), 2 on bad input (one line on stderr, nothing written).
@@ -52,8 +78,6 @@ describes one run and always exits 0), 2 on bad input (one line on stderr, nothi
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import signal
 import sys
 import threading
@@ -62,6 +86,7 @@ from pathlib import Path
 import numpy as np
 
 from learning import report as report_format
+from learning.bench.config import BenchInputError, check_margin
 from learning.report.stats import (
     CONFIDENCE,
     MARGIN,
@@ -75,12 +100,19 @@ from learning.report.stats import (
     verdict,
 )
 from learning.report.telemetry import excluded_rounds
+from learning.report.validate import UnreadableReport, read_report
 from learning.report.verdicts import case_label
 
 MIN_SAMPLES = MIN_ROUNDS  # fewer, and the resampled medians can only repeat a sample or two
-# what must agree for two runs' times to compare (_setting reads each, with its old default)
-COMPARED_SETTINGS = ("device", "gpu_name", "timing", "cache", "flush", "clock_burst")
-COMPARISON_VERSION = 1
+MIN_VISITS = 2  # one visit shows nothing of the drift between visits, which moves a run
+# What must agree for two runs' times to compare (_setting reads each, with its old default):
+# what one sample is. compile_mode only where both runs compiled (None: no compile variant).
+COMPARED_SETTINGS = ("device", "gpu_name", "timing", "cache", "flush", "clock_burst",
+                     "iterations", "compile_mode")  # fmt: skip
+# What may differ and is named: how much each figure rests on, and the software that ran.
+NOTED_SETTINGS = ("samples", "visits")
+NOTED_VERSIONS = ("torch", "triton", "cuda", "driver", "python")
+COMPARISON_VERSION = 2  # 2: intervals resample whole visits
 
 
 class CompareInputError(Exception):
@@ -93,17 +125,47 @@ class CompareInputError(Exception):
 # them; the unpaired interval between two runs is this command's own.
 
 
-def ratio_interval(base, new, *, rng, resamples=RESAMPLES, confidence=CONFIDENCE) -> dict:
-    """NEW's median over BASE's, and its percentile bootstrap interval (unpaired)."""
+def resampled_visit_medians(samples, per_visit: int, resamples: int, rng):
+    """Medians of ``resamples`` resamplings of ``samples`` by whole visits: the samples in
+    round order, cut into visits of ``per_visit`` rounds (a run's last visit may be cut short),
+    as many visits as there are drawn with replacement, the median of their rounds taken."""
+    samples = np.asarray(samples, dtype=float)
+    if per_visit <= 1:
+        return resampled_medians(samples, resamples, rng)
+    count = -(-len(samples) // per_visit)
+    visits = np.full((count, per_visit), np.nan)
+    visits.flat[: len(samples)] = samples
+    picks = visits[rng.integers(0, count, size=(resamples, count))].reshape(resamples, -1)
+    if len(samples) % per_visit == 0:
+        return np.median(picks, axis=1)
+    return np.nanmedian(picks, axis=1)  # the short visit's missing rounds are no samples
+
+
+def ratio_interval(
+    base, new, *, rng, per_visit=(1, 1), resamples=RESAMPLES, confidence=CONFIDENCE
+) -> dict:
+    """NEW's median over BASE's, and its percentile bootstrap interval (unpaired), each run
+    resampled by whole visits of ``per_visit`` rounds (BASE's, NEW's; 1: sample by sample)."""
     base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     ratio = float(np.median(new) / np.median(base))
-    ratios = resampled_medians(new, resamples, rng) / resampled_medians(base, resamples, rng)
+    ratios = resampled_visit_medians(new, per_visit[1], resamples, rng) / (
+        resampled_visit_medians(base, per_visit[0], resamples, rng)
+    )
     return {"ratio": ratio, "interval": list(quantiles(ratios, confidence))}
 
 
-def _unusable(samples: list, name: str) -> str | None:
+def rounds_per_visit(report: dict) -> int:
+    """How many consecutive samples of a variant one visit took (the run's settings)."""
+    settings = report["settings"]
+    return settings.get("rounds_per_visit") or max(1, settings["samples"] // settings["visits"])
+
+
+def _unusable(samples: list, per_visit: int, name: str) -> str | None:
     if len(samples) < MIN_SAMPLES:
         return f"too few samples in {name} ({len(samples)}; a bootstrap needs {MIN_SAMPLES})"
+    if -(-len(samples) // per_visit) < MIN_VISITS:
+        return (f"one visit in {name}: the drift between visits, which moves a run, needs "
+                f"{MIN_VISITS} or more to show")  # fmt: skip
     if min(samples) <= 0:
         return f"a sample in {name} is not positive (a cold-cache subtraction): no ratio"
     return None
@@ -114,21 +176,10 @@ def _unusable(samples: list, name: str) -> str | None:
 
 def load_report(path: Path, role: str) -> dict:
     """The schema-v2 report at ``path``, or :class:`CompareInputError` saying why not."""
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise CompareInputError(f"{role} {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        why = getattr(error, "strerror", None) or type(error).__name__
-        raise CompareInputError(f"{role} {path}: cannot be read ({why})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CompareInputError(
-            f"{role} {path}: not JSON ({error.msg}, line {error.lineno})"
-        ) from None
-    except RecursionError:
-        raise CompareInputError(f"{role} {path}: nested too deeply to be a report") from None
+    try:  # the validator's reader: its size and nesting limits, strict JSON, finite numbers
+        data = read_report(Path(path))
+    except UnreadableReport as error:
+        raise CompareInputError(f"{role} {path}: {error}") from None
     if report_format.is_record(data):
         raise CompareInputError(f"{role} {path}: a script record, not a kernel-bench report")
     problems = report_format.schema_problems(data)
@@ -148,15 +199,34 @@ def _setting(report: dict, name: str):
         return settings.get("flush", "write") if settings["cache"] == "cold" else None
     if name == "clock_burst":  # reports from before the setting ran bursts
         return settings.get("clock_burst", "on")
+    if name == "compile_mode":  # reports from before the setting compiled in the default mode
+        return settings.get("compile_mode", "default") if settings.get("compile") else None
     return settings.get(name)
 
 
 def mismatched_settings(base: dict, new: dict) -> list[str]:
-    """``"timing: graph in BASE, events in NEW"`` for each setting that differs."""
+    """``"timing: graph in BASE, events in NEW"`` for each setting that differs (the compile
+    mode only where both runs compiled a baseline)."""
+    differing = []
+    for name in COMPARED_SETTINGS:
+        ours, theirs = _setting(base, name), _setting(new, name)
+        if name == "compile_mode" and None in (ours, theirs):
+            continue
+        if ours != theirs:
+            differing.append(f"{name}: {ours} in BASE, {theirs} in NEW")
+    return differing
+
+
+def noted_differences(base: dict, new: dict) -> list[str]:
+    """What may differ between two compared runs, named where it does: the samples and
+    visits, and each version both runs recorded (torch, Triton, CUDA, the driver, Python)."""
+    pairs = [(name, _setting(base, name), _setting(new, name)) for name in NOTED_SETTINGS]
+    pairs += [(name, base["environment"].get(name), new["environment"].get(name))
+              for name in NOTED_VERSIONS]  # fmt: skip
     return [
-        f"{name}: {_setting(base, name)} in BASE, {_setting(new, name)} in NEW"
-        for name in COMPARED_SETTINGS
-        if _setting(base, name) != _setting(new, name)
+        f"{name}: {ours} in BASE, {theirs} in NEW"
+        for name, ours, theirs in pairs
+        if ours is not None and theirs is not None and ours != theirs
     ]
 
 
@@ -209,6 +279,7 @@ def compare_reports(
     Raises :class:`CompareInputError` when the reports have no case in common.
     """
     base_cases, new_cases = _cases(base, "BASE"), _cases(new, "NEW")
+    per_visit = rounds_per_visit(base), rounds_per_visit(new)
     common = [key for key in base_cases if key in new_cases]
     if not common:
         raise CompareInputError("the two reports have no case (op, shape, dtype) in common")
@@ -227,15 +298,15 @@ def compare_reports(
             row = {"case": label, "op": key[0], "shape": list(key[1]), "dtype": key[2],
                    "variant": ours["name"], "kind": ours["kind"]}  # fmt: skip
             why = _not_timed(ours, "BASE") or _not_timed(other, "NEW")
-            why = why or _unusable(ours["samples_ms"], "BASE")
-            why = why or _unusable(other["samples_ms"], "NEW")
+            why = why or _unusable(ours["samples_ms"], per_visit[0], "BASE")
+            why = why or _unusable(other["samples_ms"], per_visit[1], "NEW")
             if why:
                 rows.append({**row, "verdict": None, "not_compared": why})
                 continue
             rng = generator(seed, *key[:1], list(key[1]), key[2], ours["name"])
             figures = ratio_interval(
-                ours["samples_ms"], other["samples_ms"], rng=rng, resamples=resamples,
-                confidence=confidence,
+                ours["samples_ms"], other["samples_ms"], rng=rng, per_visit=per_visit,
+                resamples=resamples, confidence=confidence,
             )  # fmt: skip
             rows.append(
                 {
@@ -244,6 +315,8 @@ def compare_reports(
                     "new_median_ms": float(np.median(other["samples_ms"])),
                     "base_samples": len(ours["samples_ms"]),
                     "new_samples": len(other["samples_ms"]),
+                    "base_rounds_per_visit": per_visit[0],
+                    "new_rounds_per_visit": per_visit[1],
                     **figures,
                     "verdict": verdict(figures["interval"], margin),
                 }
@@ -258,6 +331,7 @@ def compare_reports(
         "resamples": resamples,
         "seed": seed,
         "mismatched_settings": mismatched_settings(base, new),
+        "noted_differences": noted_differences(base, new),
         "changed_files": changed_files(base, new),
         "pairs": rows,
         "only_in_base": only_base,
@@ -382,15 +456,18 @@ def format_comparison(comparison: dict) -> str:
         shown = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4
                                           else "")  # fmt: skip
         lines.append(f"code that differs between the runs: {shown}")
+    for noted in comparison.get("noted_differences", []):
+        lines.append(f"differs between the runs: {noted}")
     summary = comparison["summary"]
     counted = ", ".join(f"{summary[name]} {name}" for name in VERDICTS)
     margin = comparison["margin"] * 100
     what = ("each variant against eager, paired by round (paired: eager's sample over the "
             "variant's, above 1 faster)" if within else "NEW against BASE")  # fmt: skip
+    drawn = "rounds" if within else "whole visits"
     lines.append(
         f"{what}: {counted}; {summary['not_compared']} not compared. Margin {margin:g}%, "
         f"{comparison['confidence']:.0%} bootstrap intervals of {comparison['resamples']} "
-        f"resamples, seed {comparison['seed']}."
+        f"resamples of {drawn}, seed {comparison['seed']}."
     )
     return "\n".join(lines)
 
@@ -422,20 +499,25 @@ def parser() -> argparse.ArgumentParser:
         prog="kernel-bench compare",
         description="Compare two kernel-bench reports case by case (NEW against BASE), or, "
         "with --within, each variant of one report against its eager variant; each verdict "
-        "(faster, slower, same, ambiguous) comes from a bootstrap interval held against a "
-        "margin.",
+        "(faster, slower, same, ambiguous) comes from a 95% bootstrap interval held against a "
+        "margin. Two runs are resampled by whole visits, so the drift between a run's visits "
+        "widens the interval; a run of one visit is not compared.",
     )
     p.add_argument("reports", nargs="*", type=Path, metavar="BASE.json NEW.json")
     p.add_argument("--within", type=Path, metavar="REPORT.json",
                    help="one report: each variant against its case's eager variant, paired by "
                    "round")  # fmt: skip
     p.add_argument("--margin", type=float, default=MARGIN * 100, metavar="PCT",
-                   help="the difference that matters, in per cent (default 2)")  # fmt: skip
+                   help="the difference that matters, in per cent, above 0 and below 100 "
+                   "(default 2)")  # fmt: skip
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the comparison here")
     p.add_argument("--force", action="store_true", help="replace an existing --json file")
     p.add_argument("--allow-mismatch", action="store_true",
-                   help="compare reports whose device, GPU, timing, cache, flush or warm-up "
-                   "bursts differ")  # fmt: skip
+                   help="compare reports measured differently: device, GPU, timing, cache, "
+                   "flush, warm-up bursts, calls per sample (--iterations) or, where both "
+                   "compiled, torch.compile's mode (refused without it). Samples, visits and "
+                   "the torch, Triton, CUDA, driver and Python versions may differ: they are "
+                   "named below the table")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     return p
 
@@ -447,10 +529,10 @@ def _check_arguments(args) -> None:
         raise CompareInputError(
             f"give two reports, BASE.json NEW.json (got {len(args.reports)}), or --within REPORT"
         )
-    if not (math.isfinite(args.margin) and 0 < args.margin < 100):
-        raise CompareInputError(
-            f"--margin {args.margin:g}: a percentage above 0 and under 100 (as kernel-bench's)"
-        )
+    try:
+        check_margin(args.margin)  # kernel-bench's rule and words
+    except BenchInputError as error:
+        raise CompareInputError(str(error)) from None
     if args.json is not None:
         if args.json.exists() and not args.json.is_file():
             raise CompareInputError(f"--json {args.json} exists and is not a regular file")

@@ -228,11 +228,18 @@ def _positive(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
 
 
+def check_margin(percent: object) -> None:
+    """A verdict's practical margin is a percentage above 0 and below 100: kernel-bench's and
+    ``kernel-bench compare``'s (a margin of 0 would call any difference, however small and
+    however noisy, a change)."""
+    if not _positive(percent) or percent >= 100:
+        raise BenchInputError(f"--margin must be a percentage above 0 and below 100, got "
+                              f"{percent!r}")  # fmt: skip
+
+
 def _check_sampling(config: BenchConfig) -> None:
     """--margin, and --max-noise with its --min-samples and --max-seconds."""
-    if not _positive(config.margin) or config.margin >= 100:
-        raise BenchInputError(f"--margin must be a percentage above 0 and below 100, got "
-                              f"{config.margin!r}")  # fmt: skip
+    check_margin(config.margin)
     if not _positive(config.max_seconds):
         raise BenchInputError(
             f"--max-seconds must be a positive number, got {config.max_seconds!r}"
@@ -304,7 +311,45 @@ def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, st
         else:
             shapes = list(spec.cpu_shapes if device == "cpu" else spec.default_shapes)
         cases += [(spec, shape, ops.dtype_name(dtype)) for shape in shapes for dtype in dtypes]
-    return _only(cases, config.cases) if config.cases else cases
+    cases = _only(cases, config.cases) if config.cases else cases
+    if device == "cpu":  # on a GPU an allocation that fails skips its case (timers.out_of_memory)
+        _check_memory(cases)
+    return cases
+
+
+def memory_available() -> int | None:
+    """The bytes a new allocation can have now: Linux's ``MemAvailable``, elsewhere the
+    machine's physical memory; None when neither can be read."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _check_memory(cases: list) -> None:
+    """Refuse a CPU case that cannot fit in memory before anything is allocated: its tensors at
+    their dtype (the op's logical bytes) and the float64 oracle's copies of them. An estimate
+    from below for most ops (an oracle's intermediates come on top); a case under it that still
+    fails to allocate is refused when it does (``cli.main``)."""
+    available = memory_available()
+    if available is None:
+        return
+    for spec, shape, dtype in cases:
+        moved = spec.logical_bytes(shape, ops.dtype_from_name(dtype))
+        need = moved * (1 + 8 // ops.dtype_from_name(dtype).itemsize)
+        if need > available:
+            raise BenchInputError(
+                f"{case_key(spec.name, shape, dtype)}: its tensors and the float64 oracle's "
+                f"copies need about {need / 2**30:,.1f} GiB, and this machine has "
+                f"{available / 2**30:,.1f} GiB available; choose a smaller --shape"
+            )
 
 
 def case_key(op: str, shape, dtype: str) -> str:

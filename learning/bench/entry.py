@@ -1,4 +1,5 @@
-"""The ``kernel-bench`` console script: ``compare`` reads reports, anything else is a run.
+"""The ``kernel-bench`` console script (and ``python -m learning.bench``): ``compare`` reads
+reports, anything else is a run.
 
 ``kernel-bench compare ...`` goes to :mod:`learning.bench.compare`; every other argument list
 goes unchanged to :func:`learning.bench.cli.main`, which parses a run. The comparison lives

@@ -8,7 +8,7 @@ So, in this order:
 1. the size, from ``stat``, before anything is read: above :data:`MAX_REPORT_BYTES` the file is
    not read at all (a genuine report of the course's largest sweep is about 0.8 MB);
 2. the nesting depth, counted on the raw bytes (strings removed first, so a bracket inside a
-   string does not count): above :data:`MAX_DEPTH` the file is not parsed (a genuine report
+   string does not count): above :data:`MAX_NESTING` the file is not parsed (a genuine report
    nests 6 levels deep);
 3. ``json.loads``, with ``RecursionError`` and ``MemoryError`` caught as well.
 """
@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from learning.grade.findings import Finding
+from learning.report.validate import MAX_NESTING, MAX_REPORT_BYTES  # the validator's limits
 
-MAX_REPORT_BYTES = 20 * 10**6
-MAX_DEPTH = 64
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _OPEN, _CLOSE = np.frombuffer(b"[{", dtype=np.uint8), np.frombuffer(b"]}", dtype=np.uint8)
 
@@ -68,10 +67,10 @@ def parse_limited(data: bytes, what: str = "report") -> tuple[object, Finding | 
         depth = nesting_depth(data)
     except MemoryError:
         return None, Finding("unreadable", f"the {what} is too large to read")
-    if depth > MAX_DEPTH:
+    if depth > MAX_NESTING:
         return None, Finding(
             "unreadable",
-            f"the {what} nests {depth} levels deep, above the grader's limit of {MAX_DEPTH} "
+            f"the {what} nests {depth} levels deep, above the grader's limit of {MAX_NESTING} "
             "(a kernel-bench report nests 6)",
         )
     try:

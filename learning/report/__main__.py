@@ -1,7 +1,9 @@
 """``python -m learning.report validate REPORT...``, ``... snapshot REPORT`` and
 ``... normalize REPORT...``.
 
-validate: exit 0 when every report is valid, 1 otherwise, with one line per problem.
+validate: exit 0 when every report is valid, 2 otherwise (a file that is no report, or a
+report that is not what it claims), with one line per problem; a file too large, too deeply
+nested or not strict JSON is one line.
 snapshot: preserve each fingerprinted source file under ``results/snapshots/`` and record it in
 the report's ``source_snapshots``, so that editing the file later keeps the report valid;
 ``--from-git`` finds a file already edited in the commit history by its recorded hash. A
@@ -54,7 +56,7 @@ def _validate(paths: list[Path]) -> int:
                 print(f"{path}: {problem}")
         else:
             print(f"{path}: valid")
-    return 1 if invalid else 0
+    return 2 if invalid else 0
 
 
 def preserve_as_data(

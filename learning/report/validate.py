@@ -1,7 +1,13 @@
-"""Is a report what it claims to be? Three questions, each answered by one function.
+"""Is a report what it claims to be? Three questions, each answered by one function, after
+a fourth that every file must pass.
 
+0. :func:`read_report`: is the file a JSON document a report can be: at most
+   :data:`MAX_REPORT_BYTES`, strict JSON (no ``NaN`` or ``Infinity``, no key twice in one
+   object), nested at most :data:`MAX_NESTING` deep, every number finite
+   (:func:`structure_problems`, which :func:`validate` also asks of a report already loaded)?
 1. :func:`schema_problems`: does it follow the JSON Schema of its version (an unknown
-   ``schema_version`` is rejected before anything else)?
+   ``schema_version`` is rejected before anything else)? The schema lists every field each
+   object may hold: a field the engine does not write is a problem.
 2. :func:`fingerprint_problems`: is every file the run executed still the file that was
    measured, or preserved as a snapshot with the recorded hash? A file is compared by its
    normalised hash where the report records one (a comment or docstring edited since the run
@@ -15,9 +21,16 @@
    it) ``paired_vs_eager`` from the variant's and eager's samples of the same rounds? In a
    report that records verdicts (its settings have a ``margin``): every interval and verdict
    (``learning.report.verdicts``), which rounds ran throttled (``learning.report.telemetry``)
-   and, with ``--max-noise``, whether each case converged.
+   and, with ``--max-noise``, whether each case converged. And does each case (op, shape,
+   dtype) appear once?
 
-:func:`validate` asks all three and returns one line per problem (an empty list: valid).
+:func:`validate` asks all of them and returns one line per problem (an empty list: valid).
+
+What none of them can see is a forgery that is consistent: samples typed in by hand, with
+every figure derived from them as the engine would, over code whose fingerprint is right.
+The validator proves that a report is complete and agrees with itself and with the code; that
+its samples were measured is the instructor's to establish, by timing the submitted code
+again (``learning.grade --retime``).
 """
 
 from __future__ import annotations
@@ -33,9 +46,14 @@ from learning.report import telemetry as telemetry_rule
 from learning.report.binding import incomplete
 from learning.report.fingerprint import REPO_ROOT, SCHEMA_PATH, file_hashes, resolve_report_path
 from learning.report.stats import paired, relative_spread
-from learning.report.verdicts import converged, verdicts
+from learning.report.verdicts import case_label, converged, verdicts
 
 SCHEMA_VERSION = 2
+# What a file must stay within to be read as a report at all, here and by the grader
+# (learning.grade.loading). The largest recorded report or script record is 0.8 MB and the
+# deepest nests 10 levels; a --max-noise sweep of every op at 300 samples stays near 10 MB.
+MAX_REPORT_BYTES = 20 * 10**6
+MAX_NESTING = 64  # arrays and objects inside one another, the outermost counted as 1
 # jsonschema registers a checker for every string "format" it finds a library for when it is
 # first imported, and building one of them (rfc3987_syntax's grammar) takes a second. The
 # course's schemas use no "format" (a test sees to it) and validate without a format checker,
@@ -68,6 +86,94 @@ def load_schema() -> dict:
 @lru_cache(maxsize=2)
 def _validator(path: Path):
     return _jsonschema().Draft202012Validator(json.loads(path.read_text()))
+
+
+class UnreadableReport(ValueError):
+    """A file that cannot be a report; the message says why, in one line."""
+
+
+def _strict_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _unique_keys(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return dict(pairs)
+
+
+def read_report(path: Path) -> object:
+    """The JSON document in the file at ``path``, or :class:`UnreadableReport` saying in one
+    line why it cannot be a report: missing or unreadable, larger than
+    :data:`MAX_REPORT_BYTES` (never read whole), not UTF-8, not strict JSON, or a
+    :func:`structure_problems` (too deep, a number that is not finite)."""
+    document = _read_json(path)
+    problems = structure_problems(document)
+    if problems:
+        raise UnreadableReport(problems[0])
+    return document
+
+
+def _read_json(path: Path) -> object:
+    """:func:`read_report` less :func:`structure_problems`."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_REPORT_BYTES + 1)
+    except FileNotFoundError:
+        raise UnreadableReport("no such file") from None
+    except IsADirectoryError:
+        raise UnreadableReport("a folder, not a report") from None
+    except OSError as error:
+        raise UnreadableReport(f"cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_REPORT_BYTES:
+        raise UnreadableReport(
+            f"larger than {MAX_REPORT_BYTES / 1e6:g} MB (MAX_REPORT_BYTES): not read as a report"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableReport("not UTF-8 text, so not JSON") from None
+    try:
+        document = json.loads(text, parse_constant=_strict_constant,
+                              object_pairs_hook=_unique_keys)  # fmt: skip
+    except json.JSONDecodeError as error:
+        raise UnreadableReport(f"not JSON ({error.msg}, line {error.lineno})") from None
+    except RecursionError:
+        raise UnreadableReport(f"nested deeper than {MAX_NESTING} levels (MAX_NESTING)") from None
+    except ValueError as error:  # the hooks above, or an integer too long to convert
+        raise UnreadableReport(f"not JSON ({' '.join(str(error).split())})") from None
+    return document
+
+
+def structure_problems(document: object) -> list[str]:
+    """What no report can hold, whatever its schema: nesting deeper than :data:`MAX_NESTING`
+    (named once), and each number that is not finite (NaN or infinite), named by where it is.
+    Walked without recursion, so any depth is answered."""
+    stack = [(document, 1, "")]
+    while stack:  # the containers only: a report's numbers are most of its nodes
+        node, depth, where = stack.pop()
+        if depth > MAX_NESTING:
+            return [f"nested deeper than {MAX_NESTING} levels (MAX_NESTING), at {where}"]
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack += [(value, depth + 1, f"{where}/{key}" if where else str(key))
+                  for key, value in items if isinstance(value, dict | list)]  # fmt: skip
+    try:
+        json.dumps(document, allow_nan=False)  # finds a NaN or an infinity at C speed
+        return []
+    except ValueError:
+        pass
+    problems, stack = [], [(document, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict | list):
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack += [(value, f"{where}/{key}" if where else str(key)) for key, value in items]
+        elif isinstance(node, float) and not math.isfinite(node):
+            problems.append(f"{where or '(top level)'}: {node} is not a finite number")
+    return sorted(problems)
 
 
 def _close(recorded: object, derived: float | None) -> bool:
@@ -324,8 +430,13 @@ def consistency_problems(report: dict) -> list[str]:
     expected_samples = settings["samples"] if report["complete"] and not adaptive else None
     judged = "margin" in settings  # a report that records intervals and verdicts
     reference_mhz = telemetry_rule.reference_clock(report["cases"]) if judged else None
-    problems = []
+    problems, seen = [], set()
     for case in report["cases"]:
+        key = (case["op"], tuple(case["shape"]), case["dtype"])
+        if key in seen:
+            problems.append(f"{case_label(case)}: the case appears twice")
+            continue
+        seen.add(key)
         variants = {v["name"]: v for v in case["variants"]}
         eager = variants.get(case["eager_variant"])
         if eager is None:
@@ -370,6 +481,9 @@ def validate(report: object, repo_root: Path = REPO_ROOT) -> list[str]:
     """
     from learning.report.records import is_record
 
+    problems = structure_problems(report)
+    if problems:
+        return problems
     if is_record(report):
         problems = record_schema_problems(report)
         return problems or fingerprint_problems(report, repo_root)
@@ -384,8 +498,9 @@ def validate(report: object, repo_root: Path = REPO_ROOT) -> list[str]:
 
 
 def validate_file(path: Path, repo_root: Path = REPO_ROOT) -> list[str]:
+    """:func:`validate` of the report in the file at ``path`` (:func:`read_report`)."""
     try:
-        report = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        return [f"cannot read a JSON report: {error}"]
+        report = _read_json(path)  # validate asks structure_problems
+    except UnreadableReport as error:
+        return [str(error)]
     return validate(report, repo_root)

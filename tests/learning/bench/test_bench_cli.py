@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from learning.bench import BenchInputError, cli
+from learning.bench import config as config_module
 from learning.bench.config import check_numbers, select
 
 DOCUMENTED = {
@@ -96,6 +97,7 @@ BAD_LINES = {
     "compile mode without --compile": "--op matmul --compile-mode max-autotune",
     "no GPU": "--op softmax --device cuda",
     "unfinished or missing exercise": "--op softmax --impl learner --device cpu",
+    "shape too large for memory": "--op softmax --shape 1000000000 1000000000 --device cpu",
 }
 
 
@@ -106,6 +108,18 @@ def test_bad_input_is_one_line_exit_2_and_no_file(line, tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     assert "error" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cpu_shape_that_fails_to_allocate_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """A shape the memory estimate lets through (here: no estimate) and the allocator refuses."""
+    monkeypatch.setattr(config_module, "memory_available", lambda: None)
+    output = tmp_path / "report.json"
+    line = "--op softmax --shape 1000000000 1000000000 --dtype float32 --device cpu --output"
+    assert cli.main([*line.split(), str(output)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("kernel-bench: error: out of memory: ") and "smaller --shape" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -52,7 +52,7 @@ def test_help_imports_no_torch(arguments):
         (["--op", "softmax", "--output", "results/h200/all.json"], "already exists"),
         (["--op", "softmax", "--margin", "0", "--output", "x.json"], "--margin"),
         (["compare", "results/h200/all.json", "results/h200/all.json", "--margin", "0"],
-         "--margin 0: a percentage above 0"),
+         "--margin must be a percentage above 0 and below 100, got 0.0"),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )  # fmt: skip
@@ -70,7 +70,7 @@ def test_a_deeply_nested_report_is_refused_in_one_line(tmp_path):
     done = _kernel_bench("compare", str(deep), "results/h200/all.json")
     lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("TORCH")]
     assert done.returncode == 2 and lines == [
-        f"kernel-bench compare: error: BASE {deep}: nested too deeply to be a report"
+        f"kernel-bench compare: error: BASE {deep}: nested deeper than 64 levels (MAX_NESTING)"
     ], done.stderr
 
 
@@ -91,3 +91,144 @@ def test_ctrl_c_while_starting_is_one_line_and_130(tmp_path):
     assert lines[-1].startswith("kernel-bench: interrupted"), stderr
     assert "Traceback" not in stderr
     assert not output.exists() or json.loads(output.read_text())["complete"] is False
+
+
+# ------------------------------------------------------------------- python -m learning.bench
+
+# ``python -m learning.bench ARGS``, with what was imported printed at exit.
+MODULE_PROBE = (
+    "import sys, atexit, runpy\n"
+    "atexit.register(lambda: print('TORCH', 'torch' in sys.modules, file=sys.stderr))\n"
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _module(module: str, *arguments: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run([sys.executable, "-c", MODULE_PROBE, module, *arguments],
+                          cwd=REPO_ROOT, env=environment, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+def _said(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.strip().splitlines() if not line.startswith("TORCH")]
+
+
+def test_python_m_learning_bench_is_the_console_script():
+    """``python -m learning.bench compare`` compares, as ``kernel-bench compare`` does."""
+    done = subprocess.run([sys.executable, "-m", "learning.bench", "compare", "--help"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.startswith("usage: kernel-bench compare"), (
+        done.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["--help"], None),
+        (["compare", "--help"], None),
+        (["--op", "softmax", "--shape", "1024", "x", "--output", "x.json"],
+         "argument --shape: invalid dimension 'x': a positive integer"),
+        (["--op", "softmax", "--shape", "-5", "1024", "--output", "x.json"],
+         "invalid dimension '-5'"),
+        (["--op", "softmax", "--shape", "1.5", "1024", "--output", "x.json"],
+         "invalid dimension '1.5'"),
+        (["--op", "sofmax", "--output", "x.json"], "unknown op 'sofmax'"),
+        (["--op", "softmax", "--margin", "0", "--output", "x.json"], "--margin"),
+        (["--op", "softmax", "--output", "no-such-folder/x.json"], "does not exist"),
+        (["compare", "no-such.json", "results/h200/all.json"], "BASE no-such.json: no such file"),
+        (["compare", "results/h200/all.json", "results/h200/all.json", "--margin", "0"],
+         "--margin"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)  # fmt: skip
+def test_python_m_answers_help_and_refusals_without_torch(arguments, says):
+    done = _module("learning.bench", *arguments)
+    assert "TORCH False" in done.stderr, done.stderr
+    if says is None:
+        usage = f"usage: kernel-bench {'compare' if arguments[0] == 'compare' else '[-h]'}"
+        assert done.returncode == 0 and done.stdout.startswith(usage), done.stdout[:200]
+    else:
+        assert done.returncode == 2 and _said(done) == [_said(done)[0]], done.stderr
+        assert says in _said(done)[0] and _said(done)[0].startswith("kernel-bench")
+    assert not (REPO_ROOT / "x.json").exists()
+
+
+@pytest.mark.parametrize("arguments", [["results/h200/all.json"], ["no-such.json"]],
+                         ids=" ".join)  # fmt: skip
+def test_validating_imports_no_torch(arguments):
+    done = _module("learning.report", "validate", *arguments)
+    assert "TORCH False" in done.stderr, done.stderr
+    assert done.returncode == (0 if arguments[0].startswith("results") else 2), done.stdout
+
+
+# A Ctrl-C at a chosen moment: SIGINT sent to itself as the named module is first imported.
+INTERRUPTED_PROBE = (
+    "import os, runpy, signal, sys\n"
+    "class Interrupt:\n"
+    "    def __init__(self, name):\n"
+    "        self.name = name\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == self.name:\n"
+    "            sys.meta_path.remove(self)\n"
+    "            os.kill(os.getpid(), signal.SIGINT)\n"
+    "sys.meta_path.insert(0, Interrupt(sys.argv.pop(1)))\n"
+    "runpy.run_module('learning.bench', run_name='__main__', alter_sys=True)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    ["learning.bench.cli",  # while the command line's module loads
+     "numpy"],  # inside torch's import, which imports numpy (and used to swallow the Ctrl-C)
+)  # fmt: skip
+def test_ctrl_c_at_any_moment_of_python_m_is_one_line_and_130(moment, tmp_path):
+    output = tmp_path / "run.json"
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_PROBE, moment, "--op", "softmax", "--device", "cpu",
+         "--output", str(output)], cwd=REPO_ROOT, env=environment, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == ["kernel-bench: interrupted while starting; "
+                                                "nothing written"]  # fmt: skip
+    assert not output.exists()
+
+
+def test_ctrl_c_a_moment_after_python_m_starts_is_130(tmp_path):
+    """The plain case: ``python -m learning.bench`` and a SIGINT a moment later."""
+    output = tmp_path / "run.json"
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "learning.bench", "--op", "softmax", "--device", "cpu",
+         "--output", str(output)], cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("kernel-bench: interrupted"), stderr
+    assert not output.exists() or json.loads(output.read_text())["complete"] is False
+
+
+def test_a_cpu_shape_too_large_for_memory_is_one_line_and_2(tmp_path):
+    """Refused before anything is allocated: its tensors alone exceed any machine."""
+    output = tmp_path / "run.json"
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "learning.bench", "--op", "softmax", "--shape", "1000000000",
+         "1000000000", "--dtype", "float32", "--device", "cpu", "--output", str(output)],
+        cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kernel-bench: error: softmax/1000000000x"), (
+        done.stderr
+    )
+    assert "GiB available; choose a smaller --shape" in lines[0]
+    assert not output.exists()

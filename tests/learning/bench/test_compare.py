@@ -161,8 +161,19 @@ def test_an_interval_across_the_margin_is_ambiguous(cpu_report):
     assert pairs_by_name(wide)[("softmax 4x8 float32", "triton")]["verdict"] == "same"
 
 
+def in_visits(report: dict, visits: int) -> dict:
+    """The same samples, read as taken in ``visits`` visits (of equal rounds)."""
+    regrouped = copy.deepcopy(report)
+    settings = regrouped["settings"]
+    settings.update(visits=visits, rounds_per_visit=settings["samples"] // visits)
+    return regrouped
+
+
 def test_the_intervals_are_reproducible_and_each_pair_its_own(cpu_report):
-    base, new = steady(cpu_report), scaled(steady(cpu_report), 1.01, noise=0.02)
+    """Read as one round a visit: resampling three visits can give only a few medians, and
+    every seed's interval then ends on the same ones."""
+    base = in_visits(steady(cpu_report), 12)
+    new = in_visits(scaled(steady(cpu_report), 1.01, noise=0.02), 12)
     first, again = compare.compare_reports(base, new), compare.compare_reports(base, new)
     assert first == again
     other_seed = compare.compare_reports(base, new, seed=1)
@@ -406,3 +417,108 @@ def test_within_gives_the_verdicts_a_recorded_h200_report_keeps():
                 assert row["excluded_rounds"] == recorded["excluded_rounds"]
                 compared += 1
     assert compared > 10
+
+
+# ------------------------------------------------------------- what must agree, what is named
+
+
+def _compiled(report: dict, mode: str | None) -> dict:
+    altered = copy.deepcopy(report)
+    altered["settings"].update(compile=mode is not None, compile_mode=mode or "default")
+    return altered
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [(lambda r: r["settings"].update(iterations=30), "iterations: 1 in BASE, 30 in NEW"),
+     (lambda r: r.update(_compiled(r, "max-autotune")),
+      "compile_mode: default in BASE, max-autotune in NEW")],
+    ids=["calls per sample", "compile mode"],
+)  # fmt: skip
+def test_what_a_sample_is_must_agree(change, named, cpu_report, tmp_path, capsys):
+    base = _compiled(steady(cpu_report), "default")
+    new = copy.deepcopy(base)
+    change(new)
+    paths = write(tmp_path, "b.json", base), write(tmp_path, "n.json", new)
+    code, out, err = run_compare(capsys, *paths)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert named in err and "pass --allow-mismatch" in err
+    code, out, err = run_compare(capsys, *paths, "--allow-mismatch")
+    assert code == 0 and f"warning: measured differently: {named}" in err
+    if named.startswith("compile_mode"):  # only where both compiled: else no compile variant
+        uncompiled = _compiled(new, None)
+        assert compare.mismatched_settings(uncompiled, new) == []
+        assert compare.mismatched_settings(base, uncompiled) == []
+
+
+def test_samples_and_versions_may_differ_and_are_named(cpu_report, tmp_path, capsys):
+    base = steady(cpu_report)
+    new = copy.deepcopy(base)
+    new["settings"].update(samples=9, visits=3, rounds_per_visit=3)
+    for case in new["cases"]:
+        for variant in case["variants"]:
+            _set_samples(variant, variant["samples_ms"][:9])
+    new["environment"].update(torch="9.9.9", triton="0.0.1")
+    json_path = tmp_path / "c.json"
+    code, out, err = run_compare(capsys, write(tmp_path, "b.json", base),
+                                 write(tmp_path, "n.json", new), "--json", json_path)  # fmt: skip
+    assert code == 0 and "warning" not in err
+    noted = [
+        "samples: 12 in BASE, 9 in NEW",
+        f"torch: {base['environment']['torch']} in BASE, 9.9.9 in NEW",
+        f"triton: {base['environment']['triton']} in BASE, 0.0.1 in NEW",
+    ]
+    assert json.loads(json_path.read_text())["noted_differences"] == noted
+    for line in noted:
+        assert f"differs between the runs: {line}" in out.splitlines()
+
+
+def test_a_margin_kernel_bench_refuses_is_refused_in_its_words(cpu_report, tmp_path, capsys):
+    from learning.bench import cli
+
+    good = write(tmp_path, "good.json", steady(cpu_report))
+    for margin in ("0", "-1", "100", "nan"):
+        assert cli.main(["--op", "softmax", "--margin", margin, "--output",
+                         str(tmp_path / "x.json")]) == 2  # fmt: skip
+        refused = capsys.readouterr().err.removeprefix("kernel-bench: error: ")
+        code, out, err = run_compare(capsys, good, good, "--margin", margin)
+        assert (code, out) == (2, "") and err == f"kernel-bench compare: error: {refused}"
+
+
+@pytest.mark.parametrize("problem", ["too large", "nested too deep", "NaN", "a key twice"])
+def test_a_file_that_cannot_be_a_report_is_one_line(problem, cpu_report, tmp_path, capsys):
+    from learning.report.validate import MAX_NESTING, MAX_REPORT_BYTES
+
+    report = steady(cpu_report)
+    good = write(tmp_path, "good.json", report)
+    text = json.dumps(report)
+    if problem == "too large":
+        report["warnings"].append("")
+        text = json.dumps(report)
+        report["warnings"][-1] = "x" * (MAX_REPORT_BYTES + 1 - len(text))
+        text = json.dumps(report)
+    elif problem == "nested too deep":
+        levels = MAX_NESTING - 1  # numerics_policy is level 2
+        text = text.replace('"numerics_policy": {', '"numerics_policy": {"x": '
+                            + "[" * levels + "]" * levels + ", ", 1)  # fmt: skip
+    elif problem == "NaN":
+        text = text.replace('"median_ms": ', '"median_ms": NaN, "_": ', 1)
+    else:
+        text = text.replace('"complete": true', '"complete": true, "complete": true', 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    code, out, err = run_compare(capsys, good, bad)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    said = {"too large": "larger than 20 MB (MAX_REPORT_BYTES)",
+            "nested too deep": f"nested deeper than {MAX_NESTING} levels",
+            "NaN": "not JSON (NaN is not a JSON number)",
+            "a key twice": "the key 'complete' appears twice"}[problem]  # fmt: skip
+    assert err.startswith(f"kernel-bench compare: error: NEW {bad}: ") and said in err, err
+
+
+def test_a_run_of_one_visit_is_not_compared(cpu_report):
+    """One visit shows nothing of the drift between visits: its interval would be too narrow."""
+    base, one = steady(cpu_report), in_visits(steady(cpu_report), 1)
+    rows = compare.compare_reports(base, one)["pairs"]
+    assert [row["verdict"] for row in rows] == [None] * 4
+    assert all(row["not_compared"].startswith("one visit in NEW") for row in rows)

@@ -195,11 +195,11 @@ def test_the_command_line_exit_status(report, tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(bad_report))
     capsys.readouterr()
-    assert report_cli.main(["validate", str(good), str(bad)]) == 1
+    assert report_cli.main(["validate", str(good), str(bad)]) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("valid") and all(line.startswith(str(bad)) for line in out[1:])
     (tmp_path / "junk.json").write_text("{not json")
-    assert report_cli.main(["validate", str(tmp_path / "junk.json")]) == 1
+    assert report_cli.main(["validate", str(tmp_path / "junk.json")]) == 2
 
 
 # --------------------------------------------------------------------------- snapshots
