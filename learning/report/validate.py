@@ -152,11 +152,13 @@ def structure_problems(document: object) -> list[str]:
     """What no report can hold, whatever its schema: nesting deeper than :data:`MAX_NESTING`
     (named once), and each number that is not finite (NaN or infinite), named by where it is.
     Walked without recursion, so any depth is answered."""
-    stack = [(document, 1, "")]
+    stack = [(document, 1, "")] if isinstance(document, dict | list) else []
     while stack:  # the containers only: a report's numbers are most of its nodes
         node, depth, where = stack.pop()
         if depth > MAX_NESTING:
-            return [f"nested deeper than {MAX_NESTING} levels (MAX_NESTING), at {where}"]
+            parts = where.split("/")
+            shown = "/".join(parts[:3]) + ("/..." if len(parts) > 3 else "")
+            return [f"nested deeper than {MAX_NESTING} levels (MAX_NESTING), in {shown}"]
         items = node.items() if isinstance(node, dict) else enumerate(node)
         stack += [(value, depth + 1, f"{where}/{key}" if where else str(key))
                   for key, value in items if isinstance(value, dict | list)]  # fmt: skip

@@ -140,7 +140,7 @@ def test_nesting_at_the_limit_is_read(report):
     assert problems and all(problem.startswith(where) for problem in problems)
 
 
-@pytest.mark.parametrize("what", ["missing", "folder", "not UTF-8", "not JSON"])
+@pytest.mark.parametrize("what", ["missing", "folder", "not UTF-8", "not JSON", "a number"])
 def test_a_file_that_is_no_report_is_one_line(what, tmp_path, capsys):
     path = tmp_path / "r.json"
     if what == "folder":
@@ -149,8 +149,11 @@ def test_a_file_that_is_no_report_is_one_line(what, tmp_path, capsys):
         path.write_bytes(b'{"schema_version": 2, "timing_note": "\xff"}')
     elif what == "not JSON":
         path.write_text('{"schema_version": 2, "cases": [')
+    elif what == "a number":  # JSON, and no container for the depth walk to enter
+        path.write_text("5")
     said = _one_line_and_exit_2(path, capsys)
     assert said == {"missing": "no such file", "folder": "a folder, not a report",
                     "not UTF-8": "not UTF-8 text, so not JSON",
-                    "not JSON": "not JSON (Expecting value, line 1)"}[what]  # fmt: skip
+                    "not JSON": "not JSON (Expecting value, line 1)",
+                    "a number": "a report is a JSON object, got int"}[what]  # fmt: skip
     assert validate_file(path) == [said]
