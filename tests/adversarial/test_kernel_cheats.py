@@ -10,6 +10,7 @@ family, each asserting the reason its message gives.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import uuid
 from pathlib import Path
@@ -538,7 +539,9 @@ def test_a_hung_kernel_fails_its_check_and_the_others_still_run(tmp_path, monkey
     message = results["softmax 16x256"].message
     assert message.startswith("input: softmax 16x256 ") and "did not return within" in message
     # where it was: the worker, asked before it was stopped, names the kernel and its program
-    assert "kernel hanging_kernel, program (0, 0, 0) of grid (16, 1, 1)" in message, message
+    # (whichever ran first: a launch's programs run in a shuffled order, and each one hangs)
+    assert re.search(r"kernel hanging_kernel, program \(\d+, 0, 0\) of grid \(16, 1, 1\)",
+                     message), message  # fmt: skip
     assert results["softmax 37x781"].passed and results["softmax odd widths"].passed
 
 
