@@ -21,8 +21,8 @@ fail one that passes there:
   anyone can rely on. The interpreter runs them one after another, program 0 first. A kernel
   whose program 1 reads what program 0 stored would always pass on the CPU, yet on a GPU
   program 1 may read that memory before program 0 has written it. In a graded run the
-  programs of a launch run in a shuffled order instead: the same order for the same grid
-  within one check run (so a replay stores the same bits as the call it replays, atomics
+  programs of a launch run in a shuffled order instead, in which program 0 is never first and
+  the last program never last: the same order for the same grid within one check run (so a replay stores the same bits as the call it replays, atomics
   included), and a different order in the next run. A kernel whose programs do not depend
   on each other gives the same result in any order, and so does one whose programs combine
   their results with atomics or in a second launch.
@@ -217,16 +217,25 @@ def _order_seed() -> int | None:
 
 def program_order(grid: tuple[int, int, int], seed: int | None) -> list[int]:
     """The order (flat program numbers, ``(x * ny + y) * nz + z``) in which a launch of
-    ``grid`` runs its programs: a shuffle drawn from ``seed`` and the grid, reversed where the
-    shuffle came out in order (so some program always runs before the one numbered just below
-    it); reversed when there is no seed."""
+    ``grid`` runs its programs: a shuffle drawn from ``seed`` and the grid in which program 0
+    never runs first and the last program never runs last (the two orders a kernel most often
+    takes for granted: "program 0 sets up", "the last program finishes"), so the order is
+    never the interpreter's own; reversed when there is no seed or the grid is too small to
+    shuffle so."""
     count = grid[0] * grid[1] * grid[2]
     order = list(range(count))
-    if seed is not None:
-        random.Random(f"{seed}/{grid}").shuffle(order)
-    if seed is None or order == sorted(order):
-        order.reverse()
+    if seed is not None and count >= 3:
+        draw = random.Random(f"{seed}/{grid}")
+        for _ in range(_ORDER_DRAWS):  # at least half the shuffles qualify: 64 misses are ~1e-19
+            draw.shuffle(order)
+            if order[0] != 0 and order[-1] != count - 1:
+                return order
+        order.sort()
+    order.reverse()
     return order
+
+
+_ORDER_DRAWS = 64
 
 
 def _install_order(interpreter, seed: int | None) -> None:
