@@ -76,6 +76,7 @@ class Manifest:
     maintained: tuple[str, ...]
     learner: tuple[str, ...]
     helpers: tuple[str, ...]
+    browse: tuple[str, ...]  # what JupyterLab's file browser lists at the root; () lists all
     lessons: Mapping[str, Lesson]  # by key, in file order
     exercises: Mapping[str, Exercise]  # by name, in file order
 
@@ -129,6 +130,7 @@ def parse(data: Mapping[str, Any]) -> Manifest:
         maintained=_strings(paths, "maintained", "paths"),
         learner=_strings(paths, "learner", "paths"),
         helpers=_strings(paths, "helpers", "paths", default=()),
+        browse=_strings(paths, "browse", "paths", default=()),
         lessons=lessons,
         exercises=exercises,
     )

@@ -22,10 +22,11 @@ fail one that passes there:
   whose program 1 reads what program 0 stored would always pass on the CPU, yet on a GPU
   program 1 may read that memory before program 0 has written it. In a graded run the
   programs of a launch run in a shuffled order instead, in which program 0 is never first and
-  the last program never last: the same order for the same grid within one check run (so a replay stores the same bits as the call it replays, atomics
-  included), and a different order in the next run. A kernel whose programs do not depend
-  on each other gives the same result in any order, and so does one whose programs combine
-  their results with atomics or in a second launch.
+  the last program never last: the same order for the same grid within one check run (so a
+  replay stores the same bits as the call it replays, atomics included), and a different
+  order in the next run. A kernel whose programs do not depend on each other gives the same
+  result in any order, and so does one whose programs combine their results with atomics or
+  in a second launch.
 
 * **The precision of** ``tl.dot``. On float32 tiles ``tl.dot`` runs on the tensor cores in
   TF32 unless it is asked for ``input_precision="ieee"`` (or ``"tf32x3"``): TF32 is Triton's

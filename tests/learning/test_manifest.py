@@ -102,6 +102,14 @@ def test_paths_are_split_between_maintainers_and_learner():
     assert not MANIFEST.is_learners("reference/measurement.py")
 
 
+def test_the_file_browser_lists_the_learners_paths_and_the_lessons():
+    """Does JupyterLab's root listing (``browse``) name only paths that exist, the learner's own
+    and the lessons among them?"""
+    for path in MANIFEST.browse:
+        assert (ROOT / path).exists(), f"browse names {path}, which is not in the repository"
+    assert {*MANIFEST.learner, "lessons/"} <= set(MANIFEST.browse)
+
+
 def test_each_exercise_belongs_to_at_most_one_lesson():
     """Is every exercise set by one lesson at most (none while its lesson is not written)?"""
     sets = [name for lesson in MANIFEST.lessons.values() for name in lesson.exercises]

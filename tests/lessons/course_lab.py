@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 COURSE_CONFIG = ROOT / ".jupyter"  # the README: JUPYTER_CONFIG_PATH=.jupyter .venv/bin/jupyter lab
 COPIED = ("lessons", "journals", "course_manifest.toml")
 SERVER_START_S = 60
-PAGE_CONFIG = re.compile(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
-                         re.DOTALL)
+PAGE_CONFIG = re.compile(
+    r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', re.DOTALL
+)
 
 
 class ServerFailed(RuntimeError):
@@ -83,6 +84,24 @@ class Lab:
         with self._open(f"/api/contents/{urllib.parse.quote(folder)}?content=1") as response:
             model = json.load(response)
         return sorted(entry["name"] for entry in model["content"])
+
+    def first_screen(self) -> str:
+        """Where the address a learner opens (the server's root) sends the browser."""
+
+        class Kept(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None  # the redirect is the answer, not the page behind it
+
+        request = urllib.request.Request(
+            f"{self.url}/", headers={"Authorization": f"token {self.token}"}
+        )
+        try:
+            with urllib.request.build_opener(Kept).open(request, timeout=10) as response:
+                return urllib.parse.urlsplit(response.url).path
+        except urllib.error.HTTPError as error:
+            if error.code not in (301, 302, 303, 307, 308):
+                raise
+            return urllib.parse.urlsplit(error.headers["Location"]).path
 
     def page_config(self) -> dict:
         """The page config JupyterLab's page hands the front end (its disabled extensions...)."""

@@ -127,6 +127,29 @@ def _run_cell(cell) -> None:
     cell.page.keyboard.press("Shift+Enter")
 
 
+def test_the_first_screen_is_the_first_lesson(lab: Lab, browser_page, tmp_path: Path):
+    """Does the address a learner opens show the first lesson, beside a file browser that lists
+    the learner's folders and not the course's own?"""
+    from playwright.sync_api import expect
+
+    first = next(iter(manifest_module.load().lessons))
+    (lab.root / "tests").mkdir(exist_ok=True)  # a maintainer's folder the browser must leave out
+    page = browser_page
+    page.goto(f"{lab.url}/?token={lab.token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+    expect(tab).to_contain_text(f"{first}.ipynb")
+    page.locator(".jp-BreadCrumbs-home").first.click()  # the browser's root folder
+    items = page.locator(".jp-DirListing-content .jp-DirListing-itemText")
+    page.locator('.jp-DirListing-itemText:has-text("journals")').first.wait_for()
+    shown = [text.strip() for text in items.all_inner_texts()]
+    screenshot = tmp_path / "jupyterlab-first-screen.png"
+    page.screenshot(path=str(screenshot))
+    _keep(screenshot)
+    assert "lessons" in shown and "journals" in shown, shown
+    assert "tests" not in shown and "course_manifest.toml" not in shown, shown
+
+
 def test_the_file_browser_lists_each_lesson_once(lab: Lab, browser_page, tmp_path: Path):
     """Does the file browser show each lesson once, as its notebook, and no nbgrader menu?"""
     page = browser_page

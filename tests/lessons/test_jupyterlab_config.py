@@ -7,6 +7,8 @@ as its notebook, while `journals/` still lists every journal (a journal has its 
 and the page config JupyterLab hands the front end must disable every nbgrader extension
 installed (their assignment-authoring toolbar and formgrader are the instructor's). The same
 rules, asked of JupyterLab started without `.jupyter/`, must find the problems they exist for.
+At the root the browser lists only the manifest's `browse` (no `lab/`, `tests/` or build
+output), and the address a learner opens lands on the first lesson.
 """
 
 from __future__ import annotations
@@ -35,6 +37,24 @@ def listing_problems(lab: Lab) -> list[str]:
         if journal not in journals:
             problems.append(f"journals/ does not list {journal}")
     return problems
+
+
+# Folders of the repository a learner has no business browsing, made in the served copy.
+MAINTAINERS = ("lab", "tests", "learning", "kernel_workshop.egg-info")
+
+
+def root_problems(lab: Lab) -> list[str]:
+    """What the file browser's first folder would show wrong: a maintainer's folder listed, or a
+    folder the manifest names for the learner missing."""
+    for name in (*MAINTAINERS, "exercises"):
+        (lab.root / name).mkdir(exist_ok=True)
+    shown = lab.listing("")
+    browse = {name.rstrip("/") for name in manifest_module.load().browse}
+    problems = [f"the root lists {name}" for name in shown if name not in browse]
+    return problems + [
+        f"the root does not list {name}" for name in ("lessons", "journals", "exercises")
+        if name not in shown
+    ]  # fmt: skip
 
 
 def nbgrader_problems(lab: Lab) -> list[str]:
@@ -73,6 +93,17 @@ def test_the_file_browser_lists_each_lesson_once(lab: Lab):
     assert listing_problems(lab) == []
 
 
+def test_the_root_lists_the_learners_folders_alone(lab: Lab):
+    """Does the file browser's first folder leave out the course's own packages and tests?"""
+    assert root_problems(lab) == []
+
+
+def test_jupyterlab_opens_on_the_first_lesson(lab: Lab):
+    """Does the address a learner opens show the first lesson, where the README starts?"""
+    first = next(iter(manifest_module.load().lessons))
+    assert lab.first_screen() == f"/lab/tree/lessons/{first}.ipynb"
+
+
 def test_nbgrader_is_off_for_learners(lab: Lab):
     """Does the page config disable every nbgrader extension installed?"""
     assert nbgrader_problems(lab) == []
@@ -85,3 +116,5 @@ def test_without_the_course_config_both_rules_fail(plain_lab: Lab):
     assert len(listed) == len(manifest_module.load().lessons), listed
     assert all("lists lesson" in problem for problem in listed), listed
     assert nbgrader_problems(plain_lab) == ["@jupyter/nbgrader is enabled for learners"]
+    assert {f"the root lists {name}" for name in MAINTAINERS} <= set(root_problems(plain_lab))
+    assert plain_lab.first_screen() == "/lab"
