@@ -34,7 +34,7 @@ course: $(STAMP)
 	$(BIN)/python -m learning.check softmax --reference
 	mkdir -p results/local
 	$(BIN)/kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
-	@echo "Set up: the checks above graded reference/, not your work (the journal lines are your journals, empty until you start)."
+	@echo "Set up: the checks above graded reference/, the course's answers, not your work."
 	@echo "Next: lesson 01. Run JUPYTER_CONFIG_PATH=.jupyter $(BIN)/jupyter lab$(ALLOW_ROOT) and open lessons/01-tensors-and-bytes.ipynb"
 
 # The 15 slowest tests are listed at the end, and each phase says how long it took, so that

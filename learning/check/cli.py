@@ -20,6 +20,8 @@ import argparse
 import difflib
 import json
 import sys
+import textwrap
+from collections import Counter
 from collections.abc import Sequence
 
 from learning import manifest as manifest_module
@@ -126,13 +128,27 @@ def _unknown(name: str, choices: Sequence[str]) -> str:
 
 
 def render(report: ExerciseReport) -> str:
-    """The report as the learner reads it: PASS/FAIL per check, messages indented, then points."""
+    """The report as the learner reads it: PASS/FAIL per check, messages indented, then points.
+    Failed checks that share one message (every check "not run" behind the first failure, say)
+    are printed once, after the others, as one line naming them all."""
     lines = [f"Checking {report.exercise} against {report.impl}/"]
+    failed = [check for check in report.checks if not check.passed and check.message]
+    shared = [m for m, count in Counter(c.message for c in failed).items() if count > 1]
     for check in report.checks:
+        if not check.passed and check.message in shared:
+            continue
         points = f"{check.earned:g}/{check.max_points:g}" if check.max_points else "no points"
         lines.append(f"{'PASS' if check.passed else 'FAIL'}  {check.name} ({points})")
         if check.message and (not check.passed or check.cases):  # and what it measured
             lines.extend(f"      {line}" for line in check.message.splitlines())
+    for message in shared:
+        group = [check for check in failed if check.message == message]
+        earned, possible = sum(c.earned for c in group), sum(c.max_points for c in group)
+        points = f"{earned:g}/{possible:g}" if possible else "no points"
+        names = ", ".join(check.name for check in group)
+        lines.extend(textwrap.wrap(f"FAIL  {len(group)} checks ({points}): {names}", width=100,
+                                   subsequent_indent="      "))  # fmt: skip
+        lines.extend(f"      {line}" for line in message.splitlines())
     journal = report.journal
     if journal is not None:
         lines.append(f"journal {journal.path}: {journal.summary()} (no points)")

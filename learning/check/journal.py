@@ -55,10 +55,12 @@ class JournalStatus:
             return "missing"
         answered = len(self.prompts) - len(self.unanswered)
         line = f"{answered} of {len(self.prompts)} prompts answered"
-        if self.unanswered:
-            line += (f"; not answered yet: {', '.join(self.unanswered)} (write your own words "
-                     "below each prompt, after a blank line, in place of its italic "
-                     "placeholder)")  # fmt: skip
+        how = ("write your own words below each prompt, after a blank line, in place of its "
+               "italic placeholder")  # fmt: skip
+        if not answered and self.unanswered:  # not started: naming every prompt says nothing
+            line += f" ({how})"
+        elif self.unanswered:
+            line += f"; not answered yet: {', '.join(self.unanswered)} ({how})"
         return line
 
     def as_dict(self) -> dict:

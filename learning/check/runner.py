@@ -39,7 +39,7 @@ from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
 from learning.check.seeds import run_seed
 from learning.check.worker import one_thread_while
 
-IMPLEMENTATIONS = ("exercises", "reference")
+IMPLEMENTATIONS = ("exercises", "reference")  # the learner's and the course's answers
 
 
 class UnknownExercise(ValueError):
@@ -132,7 +132,9 @@ def check_exercise(
         checks=tuple(checks),
         points=round(points, 2),
         max_points=exercise.points,
-        journal=journal_status(manifest_module.ROOT / lesson.journal) if lesson else None,
+        # The journal is the learner's: a run that grades the reference has none to show.
+        journal=journal_status(manifest_module.ROOT / lesson.journal)
+        if lesson and impl != IMPLEMENTATIONS[1] else None,
         elapsed_s=elapsed,
         incomplete=fault is not None,
     )

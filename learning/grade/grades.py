@@ -68,6 +68,9 @@ class ReportVerdict:
         return not self.failures
 
 
+NAMED_FAILURES = 3  # failed checks an exercise's reason names in the CSV; the feedback has all
+
+
 @dataclass(frozen=True)
 class LearnerGrade:
     learner: str
@@ -117,6 +120,12 @@ class LearnerGrade:
             if report.incomplete:
                 lines.append(f"[not-graded] {report.exercise}: the checker failed twice on it, "
                              "a fault of the checks and not of the submission: grade it again")
+            elif len(failed) > NAMED_FAILURES:  # the CSV cell stays short: the feedback file
+                lines.append(  # has every check with its message
+                    f"[check] {report.exercise}: failed {len(failed)} of {len(report.checks)} "
+                    f"checks, {', '.join(failed[:NAMED_FAILURES])} first (the feedback file "
+                    "has them all)"
+                )
             elif failed:
                 lines.append(f"[check] {report.exercise}: failed {', '.join(failed)}")
         if self.report_max and not self.reports:

@@ -16,7 +16,9 @@ reports             how many ``reports/*.json`` the submission holds
 reports_trusted     how many of them have no failing finding
 needs_review        ``yes`` when anything is flagged for a person (plausibility, copying
                     between identical submissions, an unreadable GPU utilization)
-reasons             why points were lost, ``" | "`` between reasons, each ``[code] ...``
+reasons             why points were lost, ``" | "`` between reasons, each ``[code] ...``; an
+                    exercise with many failed checks counts them and names the first few
+                    (the feedback file has every check and its message)
 review              what is flagged for review, same format; it costs no points
 ==================  =====================================================================
 """

@@ -338,3 +338,19 @@ def test_the_rerun_command_reproduces_the_reports_settings(changes):
         assert config.flush == settings["flush"]
     shapes = [list(s) for s in config.shapes] if config.shapes else None
     assert shapes == settings["shapes"]
+
+
+def test_an_untouched_exercise_gets_a_short_reason_and_full_feedback():
+    """Sixteen failed checks: the CSV's reason counts them and names the first few; the feedback
+    file still lists every one."""
+    from learning.check.model import CheckResult
+    from learning.check.runner import ExerciseReport
+    from learning.grade.grades import NAMED_FAILURES, LearnerGrade
+    from learning.grade.output import feedback
+
+    checks = tuple(CheckResult(f"softmax check {n}", False, 1, "not run") for n in range(16))
+    grade = LearnerGrade("ada", (ExerciseReport("softmax", "x", checks, 0, 10, None, 0),), (), 0)
+    (reason,) = grade.reasons()
+    assert reason.startswith("[check] softmax: failed 16 of 16 checks, softmax check 0,"), reason
+    assert f"softmax check {NAMED_FAILURES}," not in reason and len(reason) < 200, reason
+    assert all(f"FAIL softmax check {n} " in feedback(grade) for n in range(16))

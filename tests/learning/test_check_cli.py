@@ -442,3 +442,27 @@ def test_a_check_module_that_fails_twice_leaves_the_exercise_not_graded(monkeypa
     out = capsys.readouterr().out
     assert "measurement: not graded (incomplete: the checker failed twice" in out
     assert "points" not in out.splitlines()[-1]
+
+
+def test_a_message_shared_by_several_failed_checks_is_printed_once():
+    """Fourteen checks "not run" behind one failure: one line names them all and the message
+    follows once, after the failure they wait on; a message of one check stays with it."""
+    from learning.check.cli import render
+    from learning.check.model import CheckResult
+
+    waiting = "not run: softmax is not done yet (see softmax 37x781)"
+    checks = (
+        CheckResult("softmax 16x256", False, 1, waiting),
+        CheckResult("softmax 37x781", False, 1, "output has 12 non-finite values"),
+        CheckResult("softmax 5x3000", True, 1),
+        *(CheckResult(f"softmax check {n}", False, 0.5, waiting) for n in range(13)),
+    )
+    text = render(ExerciseReport("softmax", "exercises", checks, 1.0, 10.0, None, 0.0))
+    assert text.count(waiting) == 1, text
+    lines = text.splitlines()
+    assert lines[1:4] == ["FAIL  softmax 37x781 (0/1)", "      output has 12 non-finite values",
+                          "PASS  softmax 5x3000 (1/1)"]  # fmt: skip
+    group = " ".join(line.strip() for line in lines[4:lines.index(f"      {waiting}")])
+    assert group.startswith("FAIL  14 checks (0/7.5): softmax 16x256, softmax check 0,"), group
+    assert group.endswith("softmax check 12"), group
+    assert all(len(line) <= 100 for line in lines[4:]), text

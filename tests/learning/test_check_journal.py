@@ -64,8 +64,9 @@ def test_the_untouched_template_has_no_answer(tmp_path):
     assert status.prompts == PROMPTS
     assert status.unanswered == PROMPTS
     assert not status.prediction and not status.observation
-    assert status.summary().startswith("0 of 7 prompts answered; not answered yet: prediction 1 "
-                                       "(Narrow rows), prediction 2 (Wide rows)")  # fmt: skip
+    summary = status.summary()  # one short line: a journal not started names no prompt
+    assert summary.startswith("0 of 7 prompts answered (write your own words below each prompt")
+    assert "Narrow rows" not in summary and len(summary) <= 120, summary
 
 
 @pytest.mark.parametrize("placeholder", ["TODO", "todo: fill in later", "TBD", "...", "?", "-"])

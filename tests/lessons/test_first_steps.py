@@ -56,6 +56,7 @@ def test_the_readme_says_how_to_start_jupyterlab_as_root():
     labapp = pytest.importorskip("jupyterlab.labapp")
     assert "allow-root" in labapp.LabApp.flags  # the option exists in this JupyterLab
     text = README.read_text(encoding="utf-8")
-    paragraph = text[text.index("Open them in JupyterLab") : text.index("The file browser then")]
+    start, end = text.index("Open them in JupyterLab"), text.index("JupyterLab opens on lesson")
+    paragraph = text[start:end]
     assert "`JUPYTER_CONFIG_PATH=.jupyter .venv/bin/jupyter lab --allow-root`" in paragraph
     assert "root" in paragraph.replace("--allow-root", "")
