@@ -44,8 +44,11 @@ A record the card's folder does not hold (the interleaved GEMM comparison, Liger
 wrapper's host time are recorded by companion scripts, not by every card's sweeps) gets a line
 saying so, with no verdict.
 
-The targets themselves are judged on the ratio of medians, as kernel-bench reports it; the
-paired figures describe the misses and are shown next to the GEMM and training-step ratios.
+A bandwidth target is judged on the median. A speedup target (GEMM, training step) is met
+when the 95% interval of the paired ratio the report records lies at or above the goal; where
+the ratio of medians reaches the goal but the interval does not (or none is recorded), the
+line says ``met within noise``, and the header counts those apart. The interval is shown
+beside the paired ratio.
 
 Each every-case target has a second line judged by the verdicts the reports record
 (``learning.report.stats.paired_verdict``): the reference against the faster baseline, paired
@@ -118,14 +121,18 @@ def score(report: dict, ceiling_gbps: float | None) -> tuple[list[dict], int]:
     return behind, scored
 
 
-def recorded_verdict(triton: dict, baseline: dict, eager_variant: str) -> str | None:
-    """The reference's verdict against ``baseline`` as its report records it (None in a
-    report made before verdicts were recorded): against the case's eager variant in
-    ``paired_vs_eager``, against any other in ``paired_vs``."""
+def recorded_pair(triton: dict, baseline: dict, eager_variant: str) -> dict | None:
+    """The reference against ``baseline`` as its report records it (None in a report made
+    before verdicts were recorded): against the case's eager variant in ``paired_vs_eager``,
+    against any other in ``paired_vs``."""
     if baseline["name"] == eager_variant:
-        versus = triton.get("paired_vs_eager")
-    else:
-        versus = (triton.get("paired_vs") or {}).get(baseline["name"])
+        return triton.get("paired_vs_eager")
+    return (triton.get("paired_vs") or {}).get(baseline["name"])
+
+
+def recorded_verdict(triton: dict, baseline: dict, eager_variant: str) -> str | None:
+    """The verdict of :func:`recorded_pair`, None where none is recorded."""
+    versus = recorded_pair(triton, baseline, eager_variant)
     return None if versus is None else versus.get("verdict")
 
 
@@ -204,13 +211,17 @@ class View:
         return _variants({"cases": [case]}, op, shape, dtype), path.name, measured_ceiling(report)
 
 
-def _line(target: str, measured: str, met: bool | None, source: str) -> dict:
-    verdict = "-" if met is None else ("met" if met else "missed")
+def _line(target: str, measured: str, met: bool | None, source: str,
+          within_noise: bool = False) -> dict:  # fmt: skip
+    verdict = "-" if met is None else ("missed" if not met else
+                                       "met within noise" if within_noise else "met")  # fmt: skip
     return {"target": target, "measured": measured, "verdict": verdict, "from": source}
 
 
 def _speedup_line(target, view, op, shape, dtype, versus, goal) -> dict:
-    """``versus``' median over the reference's against ``goal`` (the faster of ``versus``)."""
+    """``versus``' median over the reference's against ``goal`` (the faster of ``versus``):
+    met when the paired ratio's 95% interval clears the goal, "met within noise" when the
+    ratio reaches it but the interval (or the lack of one) does not."""
     variants, name, _ = view.case(op, shape, dtype)
     found = [variants[v] for v in versus if v in variants]
     if "triton" not in variants or not found:
@@ -218,12 +229,15 @@ def _speedup_line(target, view, op, shape, dtype, versus, goal) -> dict:
     best = min(found, key=lambda v: v["median_ms"])
     ratio = best["median_ms"] / variants["triton"]["median_ms"]
     pairs = paired(variants["triton"], best)
-    judged = recorded_verdict(variants["triton"], best, best["eager_variant"])
-    verdict = f"; {judged}" if judged else ""
+    record = recorded_pair(variants["triton"], best, best["eager_variant"]) or {}
+    interval = record.get("paired_ratio_ci")
+    verdict = f"; {record['verdict']}" if record.get("verdict") else ""
+    spread = f", 95% {interval[0]:.3f}-{interval[1]:.3f}" if interval else ""
     measured = f"{ratio:.3f}x" if pairs is None else (
-        f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}, slower in "
+        f"{ratio:.3f}x (paired {pairs['paired_ratio']:.3f}{spread}, slower in "
         f"{pairs['slower']} of {pairs['rounds']} rounds{verdict})")  # fmt: skip
-    return _line(target, measured, ratio >= goal, name)
+    cleared = interval is not None and interval[0] >= goal
+    return _line(target, measured, ratio >= goal, name, within_noise=not cleared)
 
 
 def _record(results: Path, name: str) -> dict | None:
@@ -468,13 +482,16 @@ def render(results: Path, label: str) -> str:
     width = max(len(line["target"]) for line in lines)
     measured = max(len(line["measured"]) for line in lines)
     met = sum(line["verdict"] == "met" for line in lines)
-    text = [f"{met} of {len(lines)} checks met ({label}; each bandwidth as a share of the "
-            f"streaming ceiling its own report measured); a target checked in several files "
-            f"has a line for each", ""]  # fmt: skip
-    text.append(f"{'target':{width}s}  {'measured':{measured}s}  {'verdict':7s}  from")
+    noise = sum(line["verdict"] == "met within noise" for line in lines)
+    also = f", {noise} more within noise" if noise else ""
+    text = [f"{met} of {len(lines)} checks met{also} ({label}; each bandwidth as a share of "
+            f"the streaming ceiling its own report measured); a target checked in several "
+            f"files has a line for each", ""]  # fmt: skip
+    verdicts = max(len(line["verdict"]) for line in lines)
+    text.append(f"{'target':{width}s}  {'measured':{measured}s}  {'verdict':{verdicts}s}  from")
     for line in lines:
         text.append(f"{line['target']:{width}s}  {line['measured']:{measured}s}  "
-                    f"{line['verdict']:7s}  {line['from']}")  # fmt: skip
+                    f"{line['verdict']:{verdicts}s}  {line['from']}")  # fmt: skip
     return "\n".join([*text, "", *(f"{detail}\n" for detail in details)])
 
 
