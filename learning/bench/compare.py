@@ -50,11 +50,11 @@ of runs to show, where the A/A pairs of that kind of case are few.
 
 **One run** (``--within``): each variant against its case's eager variant, paired round by
 round: the median over rounds of eager's sample over the variant's (``paired_ratio``, the
-direction of ``paired_vs_eager``: above 1 the variant is faster), with a bootstrap interval
-that resamples whole rounds, so that each resampled round keeps its two samples together and
-the drift between rounds stays cancelled, and the rounds that ran throttled left out as the
-report's own verdicts leave them out (``learning.report.telemetry``). With the default margin
-and seed it gives the verdicts the report records.
+direction of ``paired_vs_eager``: above 1 the variant is faster), with the interval the
+report's own verdicts use (``learning.report.stats.paired_verdict``: Student's t over the
+run's visits, each visit's rounds summarised by their median log-ratio), and the rounds that
+ran throttled left out as the report's verdicts leave them out (``learning.report.telemetry``).
+With the default margin it gives the verdicts the report records.
 
 Settings that change what a sample is must agree, or the comparison is refused unless
 ``--allow-mismatch``: the device and GPU, the timing mode, the cache mode and its flush, the
@@ -101,7 +101,7 @@ from learning.report.stats import (
 )
 from learning.report.telemetry import excluded_rounds
 from learning.report.validate import UnreadableReport, read_report
-from learning.report.verdicts import case_label
+from learning.report.verdicts import case_label, rounds_per_visit
 
 MIN_SAMPLES = MIN_ROUNDS  # fewer, and the resampled medians can only repeat a sample or two
 MIN_VISITS = 2  # one visit shows nothing of the drift between visits, which moves a run
@@ -152,12 +152,6 @@ def ratio_interval(
         resampled_visit_medians(base, per_visit[0], resamples, rng)
     )
     return {"ratio": ratio, "interval": list(quantiles(ratios, confidence))}
-
-
-def rounds_per_visit(report: dict) -> int:
-    """How many consecutive samples of a variant one visit took (the run's settings)."""
-    settings = report["settings"]
-    return settings.get("rounds_per_visit") or max(1, settings["samples"] // settings["visits"])
 
 
 def _unusable(samples: list, per_visit: int, name: str) -> str | None:
@@ -279,7 +273,7 @@ def compare_reports(
     Raises :class:`CompareInputError` when the reports have no case in common.
     """
     base_cases, new_cases = _cases(base, "BASE"), _cases(new, "NEW")
-    per_visit = rounds_per_visit(base), rounds_per_visit(new)
+    per_visit = rounds_per_visit(base["settings"]), rounds_per_visit(new["settings"])
     common = [key for key in base_cases if key in new_cases]
     if not common:
         raise CompareInputError("the two reports have no case (op, shape, dtype) in common")
@@ -351,6 +345,7 @@ def within_report(
     """Every variant of every case against the case's eager variant (:func:`paired_verdict`)."""
     rows = []
     keep = report.get("settings", {}).get("keep_throttled", False)
+    per_visit = rounds_per_visit(report.get("settings", {}))
     for case in report["cases"]:
         variants = {v["name"]: v for v in case["variants"]}
         eager = variants.get(case["eager_variant"])
@@ -364,8 +359,8 @@ def within_report(
             why = "the case has no eager variant" if eager is None else None
             why = why or _not_timed(variant, "this report") or _not_timed(eager, "eager")
             result = None if why else paired_verdict(
-                variant, eager, margin, seed=seed, names=(row["case"], variant["name"]),
-                excluded=excluded, resamples=resamples, confidence=confidence,
+                variant, eager, margin, rounds_per_visit=per_visit, excluded=excluded,
+                confidence=confidence,
             )  # fmt: skip
             if not why and (result is None or result["paired_ratio_ci"] is None):
                 why = (f"no interval: fewer than {MIN_SAMPLES} rounds, unequal sample counts, "
@@ -463,11 +458,12 @@ def format_comparison(comparison: dict) -> str:
     margin = comparison["margin"] * 100
     what = ("each variant against eager, paired by round (paired: eager's sample over the "
             "variant's, above 1 faster)" if within else "NEW against BASE")  # fmt: skip
-    drawn = "rounds" if within else "whole visits"
+    how = ("Student's t intervals over the run's visits" if within else
+           f"bootstrap intervals of {comparison['resamples']} resamples of whole visits, "
+           f"seed {comparison['seed']}")  # fmt: skip
     lines.append(
         f"{what}: {counted}; {summary['not_compared']} not compared. Margin {margin:g}%, "
-        f"{comparison['confidence']:.0%} bootstrap intervals of {comparison['resamples']} "
-        f"resamples of {drawn}, seed {comparison['seed']}."
+        f"{comparison['confidence']:.0%} {how}."
     )
     return "\n".join(lines)
 

@@ -10,6 +10,11 @@ the report's ``source_snapshots``, so that editing the file later keeps the repo
 snapshot is data, not code: its bytes are the measured file's, under the name
 ``<sha256 prefix>-<file name>.txt``, so that no tool (ruff, pytest, an editor, a search for
 duplicated code) reads an old version of a module as part of the course.
+rederive: recompute the verdicts a report records (``paired_vs_eager``, ``paired_vs``) from its
+own samples with today's ``learning.report.stats``, and rewrite the file with them when they
+differ (nothing else changes: the samples, the fingerprint and the settings stay as measured);
+exit 1 when a report is unreadable or invalid afterwards. For a change to how intervals or
+verdicts are derived: the validator re-derives them, so the recorded reports follow at once.
 normalize: give a report (or script record) made without ``fingerprint.normalized`` the
 normalised hash of every file, computed from the content it measured (its snapshot, the file
 while unchanged, or the commit whose content has the recorded sha256); exit 1 when a file's
@@ -103,6 +108,41 @@ def _snapshot(path: Path, from_git: bool = False, repo_root: Path = REPO_ROOT) -
         f"{path}: {len(snapshots)} of {len(files)} source files preserved under results/snapshots/"
     )
     return 1 if problems else 0
+
+
+def _rederive(paths: list[Path], repo_root: Path = REPO_ROOT) -> int:
+    from learning.report.validate import UnreadableReport, read_report
+    from learning.report.verdicts import verdicts
+
+    status = 0
+    for path in paths:
+        try:
+            report = read_report(path)
+        except UnreadableReport as error:
+            print(f"{path}: {error}", file=sys.stderr)
+            status = 1
+            continue
+        if not isinstance(report, dict) or "cases" not in report:
+            print(f"{path}: not a kernel-bench report (a script's record?); nothing to rederive")
+            continue
+        settings, cases = report.get("settings") or {}, report["cases"]
+        if "margin" not in settings:  # recorded before reports carried verdicts
+            print(f"{path}: records no verdicts; nothing to rederive")
+            continue
+        changed = 0
+        for case in cases:
+            for variant in case["variants"]:
+                for key, value in verdicts(case, settings)[variant["name"]].items():
+                    if variant.get(key, "absent") != value:
+                        variant[key], changed = value, changed + 1
+        if changed:
+            write_atomic(report, path)
+        problems = validate_file(path, repo_root)
+        for problem in problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        status = 1 if problems else status
+        print(f"{path}: {changed} verdicts rederived" if changed else f"{path}: unchanged")
+    return status
 
 
 def _normalize(paths: list[Path], repo_root: Path = REPO_ROOT) -> int:
@@ -309,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         "--from-git", action="store_true",
         help="take a file changed since the run from the commit whose content has its hash",
     )  # fmt: skip
+    derive = commands.add_parser(
+        "rederive", help="recompute the verdicts a report records from its own samples"
+    )
+    derive.add_argument("reports", nargs="+", type=Path)
     normal = commands.add_parser(
         "normalize", help="add the normalised hashes, from the content each report measured"
     )
@@ -347,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         return _validate(args.reports)
     if args.command == "normalize":
         return _normalize(args.reports)
+    if args.command == "rederive":
+        return _rederive(args.reports)
     return _snapshot(args.report, args.from_git)
 
 

@@ -317,8 +317,9 @@ def test_identical_submissions_are_flagged_for_review(tmp_path, genuine):
 # --------------------------------------------------------------------------- plausibility
 
 
-def _refigure(case: dict) -> None:
-    """Every figure of the case recomputed from its samples, as the engine writes them."""
+def _refigure(case: dict, settings: dict) -> None:
+    """Every figure of the case recomputed from its samples, as the engine writes them (the
+    run's ``settings``: its margin and visits)."""
     eager = next(v for v in case["variants"] if v["name"] == case["eager_variant"])
     for variant in case["variants"]:
         if variant["status"] != "timed":
@@ -336,7 +337,7 @@ def _refigure(case: dict) -> None:
         if variant["status"] != "timed":
             continue
         variant["ratio_vs_eager"] = eager["median_ms"] / variant["median_ms"]
-    judged = verdicts(case, {"margin": MARGIN})  # the intervals and verdicts, re-derived too
+    judged = verdicts(case, {**settings, "margin": MARGIN})  # the intervals and verdicts too
     for variant in case["variants"]:
         variant.update(judged[variant["name"]])
 
@@ -362,7 +363,7 @@ def _as_h200_run(
         median = medians.get(variant["kind"], eager_ms)
         jitter = 1 + 0.001 * number  # no two variants alike
         variant["samples_ms"] = [median * 0.99 * jitter, median, median * 1.01 * jitter]
-    _refigure(case)
+    _refigure(case, report["settings"])
     return report
 
 
@@ -420,7 +421,7 @@ def test_cpu_reports_are_exempt_from_speed_flags(tmp_path, genuine):
     for case in report["cases"]:
         learner = next(v for v in case["variants"] if v["kind"] == "learner")
         learner["samples_ms"] = [sample / 1000 for sample in learner["samples_ms"]]
-        _refigure(case)
+        _refigure(case, report["settings"])
     alice = _grade(tmp_path, genuine, report)["alice"]
     assert alice.reasons() == [] and alice.review_flags() == []
 
@@ -463,7 +464,7 @@ def test_an_edited_logical_bytes_is_caught(tmp_path, genuine):
     report = copy.deepcopy(genuine["report"])
     case = report["cases"][0]
     case["logical_bytes"] *= 2
-    _refigure(case)
+    _refigure(case, report["settings"])
     alice = _grade(tmp_path, genuine, report)["alice"]
     assert (
         "[derived] add 16x256 float32: logical_bytes is 98304, but learning.ops gives 49152"
@@ -518,7 +519,7 @@ def test_learner_samples_copied_from_the_reference_are_caught(tmp_path, genuine,
     case = report["cases"][0]
     triton = next(v for v in case["variants"] if v["name"] == "triton")
     _learner_variant(report)["samples_ms"] = [sample * factor for sample in triton["samples_ms"]]
-    _refigure(case)
+    _refigure(case, report["settings"])
     alice = _grade(tmp_path, genuine, report)["alice"]
     assert "[copied-samples] add 16x256 float32 learner: its samples are triton's samples" in (
         _reasons(alice)

@@ -311,6 +311,8 @@ def test_each_timed_variant_is_compared_with_eager_round_by_round(scripted_repor
         "p": 2 * (1 + 4) / 2**4,  # 1 of 4 rounds either way: 0.625
         # four rounds are too few for an interval: nothing is resolved
         "paired_ratio_ci": None,
+        "interval_unit": "visit",  # two visits of two rounds
+        "interval_units": 2,
         "verdict": "ambiguous",
         "margin": 0.02,
         "excluded_rounds": 0,

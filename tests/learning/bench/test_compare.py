@@ -342,13 +342,14 @@ def test_within_pairs_rounds_so_drift_between_them_cancels(cpu_report, tmp_path,
 def test_paired_verdict_keeps_the_reports_paired_ratio(cpu_report):
     report = drifting(cpu_report, 0.8)
     eager, triton = report["cases"][0]["variants"]
-    result = compare.paired_verdict(triton, eager, names=("a case", "triton"))
+    result = compare.paired_verdict(triton, eager)
     assert {k: result[k] for k in ("paired_ratio", "slower", "rounds", "p")} == paired(
         triton, eager
     )
     assert result["verdict"] == "faster" and result["margin"] == compare.MARGIN
     assert set(result) == {"paired_ratio", "slower", "rounds", "p", "paired_ratio_ci", "verdict",
-                           "margin", "excluded_rounds"}  # fmt: skip
+                           "margin", "excluded_rounds", "interval_unit",
+                           "interval_units"}  # fmt: skip
     assert result["excluded_rounds"] == 0
     same = drifting(cpu_report, 1.0)
     assert compare.paired_verdict(*reversed(same["cases"][0]["variants"]))["verdict"] == "same"
