@@ -6,6 +6,7 @@ Everything a user can get wrong is checked here, before any work: a bad request 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from dataclasses import asdict, dataclass
@@ -178,6 +179,11 @@ def precheck(config: BenchConfig) -> None:
         raise BenchInputError(str(error)) from None
     check_numbers(config)
     check_output(config.output, force=config.force)
+    if importlib.util.find_spec("scipy") is None:  # asked now, not after the whole run
+        raise BenchInputError(
+            "scipy is not installed: the verdicts' intervals need its Student's t quantiles "
+            "(pip install scipy, or carry its wheel to a machine that cannot install)"
+        )
 
 
 def check_numbers(config: BenchConfig) -> None:

@@ -523,3 +523,17 @@ def test_a_run_of_one_visit_is_not_compared(cpu_report):
     rows = compare.compare_reports(base, one)["pairs"]
     assert [row["verdict"] for row in rows] == [None] * 4
     assert all(row["not_compared"].startswith("one visit in NEW") for row in rows)
+
+
+def test_kernel_bench_refuses_to_start_without_scipy(tmp_path, monkeypatch):
+    """The verdicts need scipy: a machine without it is told before anything is measured."""
+    import importlib.util
+
+    from learning.bench import config as config_module
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "scipy" else real(name, *a))  # fmt: skip
+    config = config_module.BenchConfig(op="add", output=tmp_path / "r.json")
+    with pytest.raises(config_module.BenchInputError, match="scipy is not installed"):
+        config_module.precheck(config)
