@@ -83,6 +83,12 @@ after regenerating the markers, since only a person can rewrite a sentence aroun
 that moved. Ratios and percentages are not read: they are mostly computed from two figures,
 and a ``ratio`` or ``speedup:`` marker quotes the ones a report gives.
 
+**A figure of earlier code.** A quoted case whose code has changed since it was measured
+(``learning.report.binding``: a file its figures depend on changed, the freshness ``python -m
+learning.report stale`` reports) is still what that code measured, but the page must say so:
+``--check`` fails for a file that quotes such a case until a sentence of it says, in words,
+that its figures are of earlier code, followed by ``<!-- earlier-code -->``.
+
 After a report is re-recorded: ``python scripts/quote_reports.py --write``, then read
 ``git diff lessons/``. A figure or a verdict that moved may need the words around it to move
 too (the markers keep the numbers honest, not the prose).
@@ -164,6 +170,7 @@ class Result:
     new: str
     stale: list[Stale] = field(default_factory=list)
     unquoted: list[Loose] = field(default_factory=list)
+    earlier: list[str] = field(default_factory=list)
 
 
 # --- reading the evidence -------------------------------------------------------------------
@@ -184,10 +191,11 @@ class Source:
     """One JSON file a marker names: a kernel-bench report or a validation record. A sweep's
     base report stands for the sweep: its cases are their newest recordings."""
 
-    def __init__(self, name: str, root: Path):
+    def __init__(self, name: str, root: Path, quoted: list | None = None):
         path = root / name
         if not path.is_file():
             raise MarkerError(f"unknown file {name}")
+        self.path, self.quoted = path, quoted if quoted is not None else []
         try:
             document = json.loads(path.read_text())
         except ValueError as error:
@@ -232,6 +240,7 @@ class Source:
         ]
         if not chosen:
             raise MarkerError(f"{self.name} has no case {ops} {shapes} {dtypes}")
+        self.quoted += [(self, case) for case in chosen]
         return chosen
 
     def variant(self, case: dict, name: str) -> dict:
@@ -293,10 +302,30 @@ class Sources(dict):
     def __init__(self, root: Path):
         super().__init__()
         self.root = root
+        self.quoted: list[tuple[Source, dict]] = []  # every (file, case) a marker quoted
+        self._stale: dict[int, set[str]] = {}
 
     def __missing__(self, name: str) -> Source:
-        self[name] = Source(name, self.root)
+        self[name] = Source(name, self.root, self.quoted)
         return self[name]
+
+    def measured_on_earlier_code(self, source: Source, case: dict) -> bool:
+        """Whether ``case`` of a kernel-bench report no longer describes the course's code:
+        a file its figures depend on has changed since it was measured
+        (``learning.report.binding``; a sweep's case, by the file that recorded it)."""
+        from learning.report import binding, sweeps
+
+        if source.kind != "report" or "fingerprint" not in source.document:
+            return False  # bound to no code (a recorded report without one fails validation)
+        report = source.document
+        if source.path.stem in sweeps.SWEEPS and sweeps.part_files(source.path.parent,
+                                                                   source.path.stem)[1:]:
+            found = sweeps.load_sweep(source.path.parent, source.path.stem).case(
+                case["op"], case["shape"], case["dtype"])  # fmt: skip
+            report = found[2] if found else report
+        if id(report) not in self._stale:
+            self._stale[id(report)] = {s.op for s in binding.stale_ops(report, self.root)}
+        return case["op"] in self._stale[id(report)]
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -484,6 +513,8 @@ RESULT_FOLDERS = ("results/h200", "results/notes", "results")
 FIGURE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)\.(\d+)(?![\w.])")
 UNIT = re.compile(r"\s?(?:µs|ms|s|GB/s|TB/s|TFLOP/s|MHz)(?![\w/])")
 UNCHECKED = re.compile(r"\s*<!--\s*unchecked:\s*\S.*?-->")
+# After a sentence that says the file's quoted figures were measured on earlier code.
+EARLIER = "<!-- earlier-code -->"
 CODE_SPAN = re.compile(r"(`+).*?\1")
 SCALES = (1.0, 1e3, 1e-3)
 
@@ -661,6 +692,7 @@ def process(path: Path, sources: Sources, shown: str) -> Result:
     """Render every marker of one file; MarkerError (with file:line) on a bad one."""
     old = path.read_text(encoding="utf-8")
     lines, out, stale = old.split("\n"), [], []
+    sources.quoted.clear()
     index = 0
     while index < len(lines):
         line, where = lines[index], f"{shown}:{index + 1}"
@@ -708,7 +740,23 @@ def process(path: Path, sources: Sources, shown: str) -> Result:
         except MarkerError as error:
             raise MarkerError(f"{where}: {error}") from None
         index += 1
-    return Result(path, old, "\n".join(out), stale, unquoted(old, shown, Held.of(sources.root)))
+    return Result(path, old, "\n".join(out), stale, unquoted(old, shown, Held.of(sources.root)),
+                  _earlier(old, shown, sources))  # fmt: skip
+
+
+def _earlier(text: str, shown: str, sources: Sources) -> list[str]:
+    """One line when the file quotes cases measured on code that has changed since and does
+    not say so (its words, marked by :data:`EARLIER`)."""
+    if EARLIER in text:
+        return []
+    cases = sorted({f"{source.name} {source.label(case)}" for source, case in sources.quoted
+                    if sources.measured_on_earlier_code(source, case)})  # fmt: skip
+    if not cases:
+        return []
+    shown_cases = "; ".join(cases[:2]) + (f"; and {len(cases) - 2} more" if len(cases) > 2 else "")
+    return [f"{shown}: quotes {len(cases)} case(s) measured on code that has changed since "
+            f"({shown_cases}): say so in the lesson's words, with {EARLIER} after that "
+            "sentence, or quote a report of the current code"]  # fmt: skip
 
 
 def _paired(text: str) -> bool:
@@ -786,8 +834,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stale = [item for result in results for item in result.stale]
     loose = [item for result in results for item in result.unquoted]
+    earlier = [item for result in results for item in result.earlier]
     if args.check:
-        for item in stale + loose:
+        for item in stale + loose + earlier:
             print(item)
         if stale:
             print(f"{len(stale)} stale quote(s): run `python scripts/quote_reports.py --write`")
@@ -795,7 +844,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(loose)} figure(s) outside a marker that no file they cite holds: "
                   "quote them through a marker, correct them, or say why not "
                   "(<!-- unchecked: WHY -->)")  # fmt: skip
-        if stale or loose:
+        if earlier:
+            print(f"{len(earlier)} file(s) quote figures of earlier code without saying so")
+        if stale or loose or earlier:
             return 1
         print(f"quote_reports: every quote in {len(files)} file(s) is up to date")
         return 0
@@ -803,9 +854,9 @@ def main(argv: list[str] | None = None) -> int:
         _write_atomic(path, text)
         print(f"wrote {_shown(path, args.root)}")
     print(f"quote_reports: {len(stale)} stale quote(s) regenerated")
-    for item in loose:
+    for item in loose + earlier:
         print(item)
-    if loose:
+    if loose or earlier:
         print(f"quote_reports: {len(loose)} figure(s) outside a marker need rewriting by hand "
               "(--check fails until they are)")  # fmt: skip
     return 0

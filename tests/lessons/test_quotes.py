@@ -397,3 +397,28 @@ def test_the_lessons_state_no_figure_their_reports_do_not_hold():
         for item in quote_reports.unquoted(path.read_text(), f"lessons/{path.name}", held)
     ]
     assert not found, "\n".join(found)
+
+
+# --- figures of earlier code ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "card, said, passes",
+    [
+        ("h200", "", False),  # recorded before the op definitions moved: earlier code
+        ("h200", " They are figures of earlier code. <!-- earlier-code -->", True),
+        ("h100", "", True),  # the same sweep on the current code
+    ],
+)  # fmt: skip
+def test_a_quote_of_earlier_code_must_say_so(tmp_path, card, said, passes):
+    """A page quoting a case whose code has changed since it was measured (per case,
+    ``learning.report.binding``) fails --check until it says so in words, marked."""
+    page = tmp_path / "page.md"
+    page.write_text(f"The add took <!-- q: results/{card}/all.json add 16384x4096 float16 triton "
+                    f"median_us -->?<!-- /q --> µs.{said}\n")  # fmt: skip
+    assert _run("--write", "--root", ROOT, page).returncode == 0
+    checked = _run("--check", "--root", ROOT, page)
+    assert (checked.returncode == 0) == passes, checked.stdout + checked.stderr
+    if not passes:
+        assert "measured on code that has changed since" in checked.stdout
+        assert f"results/{card}/all.json add 16384x4096 float16" in checked.stdout
