@@ -40,9 +40,17 @@ fail one that passes there:
   float32. :class:`exact_dots` turns the TF32 change off for a while (the checker reruns a
   failing float32 call so to say that TF32 is what failed it).
 
-Nothing else changes: the arithmetic the interpreter does on 16-bit values (``x + y`` on two
-bfloat16 tensors) is still its own. Only the checker's processes install these
-changes; the course's tests and lessons run the interpreter as it is.
+* **Arithmetic on bfloat16.** The interpreter holds bfloat16 values as their raw bits
+  (uint16) and hands those to NumPy as integers: ``x + y`` on two bfloat16 tensors added the
+  bit patterns (wrong in nearly every element), ``tl.maximum`` and ``tl.max`` compared them as
+  integers (every negative value above every positive one), ``tl.sum`` summed them. A kernel
+  that computes straight on bfloat16, right on a GPU, failed on the CPU. In a graded run every
+  floating-point operation, comparison, reduction and scan on bfloat16 computes on the values
+  and rounds each result to nearest even, as a GPU's bfloat16 instructions do; a bfloat16
+  ``tl.sum`` adds pairwise, rounding each partial sum, as a GPU's reduction tree does.
+
+Only the checker's processes install these changes; the course's tests and lessons run the
+interpreter as it is.
 """
 
 from __future__ import annotations
@@ -69,11 +77,16 @@ def install() -> None:
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
-    names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx", "create_dot")
+    names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx", "create_dot",
+             *_BF16_ARITHMETIC, *_BF16_COMPARISONS)  # fmt: skip
     _installed.extend((builder, name, vars(builder)[name]) for name in names)
+    _installed.extend((interpreter.ReduceOps, name, vars(interpreter.ReduceOps)[name])
+                      for name in ("sum", "min_max"))  # fmt: skip
+    _installed.append((interpreter.ScanOps, "cumsum", vars(interpreter.ScanOps)["cumsum"]))
     _install_conversions(interpreter)
     _install_order(interpreter, _order_seed())
     _install_dot(interpreter)
+    _install_bfloat16_arithmetic(interpreter)
 
 
 def uninstall() -> None:
@@ -262,6 +275,106 @@ def _install_order(interpreter, seed: int | None) -> None:
         original_idx(self, x, y, z)
 
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+
+
+# --------------------------------------------------------------------------- bfloat16 arithmetic
+
+# The interpreter keeps bfloat16 as its raw bits (uint16) and hands them to NumPy as integers:
+# ``x + y`` on two bfloat16 tensors added bit patterns, ``tl.max`` compared them as integers
+# (every negative value above every positive one) and ``tl.sum`` summed them. In a graded run
+# each of these operations computes on the values, in float64, and rounds the result to
+# bfloat16 to nearest even: what a GPU's bfloat16 instructions give for one operation.
+_BF16_ARITHMETIC = (
+    "create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem",
+    "create_precise_divf", "create_minimumf", "create_minnumf", "create_maximumf",
+    "create_maxnumf", "create_fma", "create_clampf", "create_cos", "create_exp", "create_exp2",
+    "create_floor", "create_ceil", "create_log", "create_log2", "create_precise_sqrt",
+    "create_sqrt", "create_sin", "create_rsqrt", "create_erf",
+)  # fmt: skip
+_BF16_COMPARISONS = tuple(
+    f"create_fcmp{kind}{order}" for kind in "OU" for order in ("LT", "GT", "LE", "GE", "EQ", "NE")
+)
+
+
+def _install_bfloat16_arithmetic(interpreter) -> None:
+    import triton.language as tl
+
+    handle = interpreter.TensorHandle
+
+    def is_bf16(arg) -> bool:
+        return isinstance(arg, handle) and arg.dtype.scalar == tl.bfloat16
+
+    def widened(arg):
+        return handle(bfloat16_to_float32(arg.data).astype(np.float64), tl.float64)
+
+    def patched(name: str, original, comparison: bool):
+        def method(self, *args):
+            if not any(is_bf16(arg) for arg in args):
+                return original(self, *args)
+            out = original(self, *(widened(a) if is_bf16(a) else a for a in args))
+            if comparison:  # 0 or 1, held as the interpreter holds a bfloat16 comparison's
+                return handle(np.asarray(out.data).astype(np.uint16), tl.bfloat16)
+            return handle(bfloat16_bits(np.asarray(out.data, dtype=np.float64)), tl.bfloat16)
+
+        method.__name__ = name
+        return method
+
+    builder = interpreter.InterpreterBuilder
+    for names, comparison in ((_BF16_ARITHMETIC, False), (_BF16_COMPARISONS, True)):
+        for name in names:
+            setattr(builder, name, patched(name, vars(builder)[name], comparison))
+
+    reduce_ops, scan_ops = interpreter.ReduceOps, interpreter.ScanOps
+    original_sum, original_min_max = reduce_ops.sum, reduce_ops.min_max
+    original_cumsum = scan_ops.cumsum
+
+    def values(tensor) -> np.ndarray:
+        return bfloat16_to_float32(tensor.handle.data)
+
+    def sum_(self, input):
+        if input.dtype != tl.bfloat16:
+            return original_sum(self, input)
+        return self.to_tensor(_bfloat16_tree_sum(values(input), self.axis, self.keep_dims),
+                              input.dtype)  # fmt: skip
+
+    def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        first = input[0] if isinstance(input, tuple) else input
+        if first.dtype != tl.bfloat16:
+            return original_min_max(self, input, val_reduce_op, idx_reduce_op)
+        as_float = self.to_tensor(values(first), tl.float32)
+        found = original_min_max(self, as_float, val_reduce_op, idx_reduce_op)
+        value = found[0] if isinstance(found, tuple) else (found if val_reduce_op else None)
+        if value is not None:  # the selected values, exact, back in bfloat16
+            value = self.to_tensor(bfloat16_bits(np.asarray(value.handle.data)), tl.bfloat16)
+        if isinstance(found, tuple):
+            return value, found[1]
+        return value if val_reduce_op else found
+
+    def cumsum(self, input):
+        if input.dtype != tl.bfloat16:
+            return original_cumsum(self, input)
+        totals = np.cumsum(values(input).astype(np.float64), axis=self.axis)
+        return [self.to_tensor(bfloat16_bits(totals), tl.bfloat16)]
+
+    reduce_ops.sum, reduce_ops.min_max, scan_ops.cumsum = sum_, min_max, cumsum
+
+
+def _bfloat16_tree_sum(values: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
+    """The bfloat16 bits of ``values`` summed along ``axis`` as a GPU's reduction sums them:
+    in bfloat16, pairwise, each partial sum rounded to bfloat16 (a tree of halvings)."""
+    data = np.asarray(values, dtype=np.float32)
+    if axis is None:
+        data, axis = data.reshape(-1), 0
+    data = np.moveaxis(data, axis, -1)
+    while data.shape[-1] > 1:
+        if data.shape[-1] % 2:
+            data = np.concatenate([data, np.zeros_like(data[..., :1])], axis=-1)
+        pairs = data[..., 0::2].astype(np.float64) + data[..., 1::2]
+        data = bfloat16_to_float32(bfloat16_bits(pairs))
+    out = bfloat16_bits(data[..., 0] if data.shape[-1] else np.zeros(data.shape[:-1]))
+    if keep_dims:
+        out = np.expand_dims(out, axis)
+    return out
 
 
 # --------------------------------------------------------------------------- tl.dot

@@ -316,3 +316,112 @@ def test_a_bfloat16_dot_multiplies_the_values(patched):
     a, b = (torch.randn(32, 32, generator=generator).bfloat16() for _ in range(2))
     exact = a.double() @ b.double()  # products of bfloat16 values are exact in float32
     assert (_product(a, b, "tf32") - exact).abs().max() < 1e-5 * exact.abs().max()
+
+
+# --------------------------------------------------------------------------- bfloat16 arithmetic
+
+BF16_COUNT = 1 << 17  # values per operation
+
+
+@triton.jit
+def _bf16_ops(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Each operation straight on bfloat16 values, as a learner may write it (no upcast)."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x, y = tl.load(x_ptr + offsets, mask=mask), tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + 0 * n + offsets, x + y, mask=mask)
+    tl.store(out_ptr + 1 * n + offsets, x - y, mask=mask)
+    tl.store(out_ptr + 2 * n + offsets, x * y, mask=mask)
+    tl.store(out_ptr + 3 * n + offsets, tl.maximum(x, y), mask=mask)
+    tl.store(out_ptr + 4 * n + offsets, tl.where(x < y, x, y), mask=mask)
+
+
+@triton.jit
+def _bf16_rows(x_ptr, out_ptr, COLS: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * COLS + tl.arange(0, COLS))
+    tl.store(out_ptr + row * 2, tl.max(x, axis=0))
+    tl.store(out_ptr + row * 2 + 1, tl.sum(x, axis=0))
+
+
+def _bf16_pair(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    scale = torch.exp2(torch.randint(-20, 20, (2, BF16_COUNT), generator=generator).float())
+    x, y = (torch.randn(2, BF16_COUNT, generator=generator) * scale).bfloat16()
+    return x, y
+
+
+def _bf16_results(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(5 * x.numel(), dtype=torch.bfloat16)
+    _bf16_ops[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK=4096)
+    return out.view(5, -1)
+
+
+def test_bfloat16_arithmetic_on_values_matches_torch_bit_for_bit(patched):
+    """+, -, *, max and a comparison straight on bfloat16: what torch (and a GPU's bfloat16
+    instructions, one rounding to nearest even) gives, for 2**17 pairs over 40 binades."""
+    x, y = _bf16_pair(0)
+    got = _bf16_results(x, y)
+    expected = torch.stack([x + y, x - y, x * y, torch.maximum(x, y), torch.where(x < y, x, y)])
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
+
+
+def test_the_interpreters_own_bfloat16_arithmetic_adds_bit_patterns():
+    """Without the graded changes the same kernel is wrong almost everywhere: the reason they
+    exist (and the proof the test above can fail)."""
+    x, y = _bf16_pair(1)
+    wrong = (_bf16_results(x, y)[0].view(torch.int16) != (x + y).view(torch.int16)).float()
+    assert wrong.mean() > 0.9
+
+
+def test_bfloat16_reductions_reduce_values(patched):
+    """tl.max picks the largest value (not the largest bit pattern: negatives included), and
+    tl.sum adds values in bfloat16, pairwise, within bfloat16's rounding of the exact sum."""
+    x = torch.randn(64, 512).bfloat16()
+    out = torch.empty(64 * 2, dtype=torch.bfloat16)
+    _bf16_rows[(64,)](x, out, COLS=512)
+    got_max, got_sum = out.view(64, 2).unbind(1)
+    assert torch.equal(got_max, x.max(dim=1).values)
+    exact = x.double().sum(dim=1)
+    # pairwise in bfloat16 over 512 values: 9 levels, each rounding by at most 2**-9 relative
+    bound = 9 * 2.0**-9 * x.double().abs().sum(dim=1) + 1e-30
+    assert ((got_sum.double() - exact).abs() <= bound).all()
+
+
+ADD_WITHOUT_UPCAST = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def plain_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    plain_add[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+"""
+
+
+def test_an_add_written_straight_on_bfloat16_passes_as_on_a_gpu(tmp_path, monkeypatch):
+    """`x + y` on bfloat16 loads, without an upcast: right on a GPU, and now graded right (the
+    interpreter's own arithmetic added the bit patterns and failed every bfloat16 case)."""
+    from learning.check import kernels
+
+    package = tmp_path / "plain"
+    (package / "kernels").mkdir(parents=True)
+    (package / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (package / "kernels" / "__init__.py").write_text("")
+    (package / "kernels" / "add.py").write_text(ADD_WITHOUT_UPCAST)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("LEARNING_CHECK_SEED", "7")  # a run whose cases draw bfloat16 ones
+    results = kernels.run("add", "plain")
+    failed = {r.name: r.message for r in results if not r.passed and r.max_points}
+    assert not failed, failed
