@@ -247,16 +247,21 @@ def row_max(x):
 """
 
 
+def _learner_package(tmp_path, monkeypatch, name: str, module: str, source: str) -> None:
+    """A learner's package ``name`` on the path whose ``kernels/<module>.py`` is ``source``."""
+    package = tmp_path / name
+    (package / "kernels").mkdir(parents=True)
+    (package / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (package / "kernels" / "__init__.py").write_text("")
+    (package / "kernels" / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
 def test_the_checker_fails_a_kernel_whose_programs_hand_results_on(tmp_path, monkeypatch):
     """Graded, the programs run out of order: the check fails and its hint names the kernel."""
     from learning.check import kernels
 
-    package = tmp_path / "handed_on"
-    (package / "kernels").mkdir(parents=True)
-    (package / "__init__.py").write_text("import learning  # noqa: F401\n")
-    (package / "kernels" / "__init__.py").write_text("")
-    (package / "kernels" / "reductions.py").write_text(SUM_HANDED_ON)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _learner_package(tmp_path, monkeypatch, "handed_on", "reductions", SUM_HANDED_ON)
     results = kernels.run("reductions", "handed_on", focus=lambda cases: [
         case for case in cases if case.check in ("sum 37x781", "sum 16x256")])  # fmt: skip
     failed = {r.name: r.message for r in results if not r.passed}
@@ -415,12 +420,7 @@ def test_an_add_written_straight_on_bfloat16_passes_as_on_a_gpu(tmp_path, monkey
     interpreter's own arithmetic added the bit patterns and failed every bfloat16 case)."""
     from learning.check import kernels
 
-    package = tmp_path / "plain"
-    (package / "kernels").mkdir(parents=True)
-    (package / "__init__.py").write_text("import learning  # noqa: F401\n")
-    (package / "kernels" / "__init__.py").write_text("")
-    (package / "kernels" / "add.py").write_text(ADD_WITHOUT_UPCAST)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _learner_package(tmp_path, monkeypatch, "plain", "add", ADD_WITHOUT_UPCAST)
     monkeypatch.setenv("LEARNING_CHECK_SEED", "7")  # a run whose cases draw bfloat16 ones
     results = kernels.run("add", "plain")
     failed = {r.name: r.message for r in results if not r.passed and r.max_points}
