@@ -46,6 +46,10 @@ input (op, shape, dtype, seed), expected against got at the worst element, and h
 output it reused, an output that changed after the call returned, a store past an allocation)
 is shown as a hint and in checks of no points, never as evidence.
 
+An op with inputs of large magnitude (softmax's rows shifted by +100, where ``exp`` overflows
+unless the row maximum is subtracted) gets a call on them in every case but its traps, at the
+case's own shape and path: a kernel that skips the maximum fails on every path that lacks it.
+
 Each op's points (:func:`points_for` splits the manifest's) go 60% to its input checks and 40%
 to three properties decided by the replays: it runs its own Triton kernels, leaves its inputs
 unchanged, and is deterministic.
@@ -157,6 +161,15 @@ class _Path:
     alone: str = _ONLY_WIDE  # why no other input shows a fault of this path (the hints)
 
 
+@dataclass(frozen=True)
+class _Large:
+    """An op's inputs of large magnitude (its ``LARGE``): the plain inputs made large by
+    ``transform`` (softmax's x shifted by +100), described by ``note`` on the input line."""
+
+    note: str
+    transform: Callable[[dict], dict]
+
+
 def _min_width(spec: ops.OpSpec) -> int:
     """The narrowest row the checker draws for the op: its ``MIN_WIDTH``, else 1."""
     return op_data.value(spec.name, "MIN_WIDTH", 1)
@@ -174,6 +187,11 @@ def _paths(spec: ops.OpSpec) -> tuple[_Path, ...]:
 
 def _strided(spec: ops.OpSpec) -> tuple[str, ...]:
     return tuple(op_data.value(spec.name, "STRIDED", ()))
+
+
+def _large(spec: ops.OpSpec) -> _Large | None:
+    entry = op_data.value(spec.name, "LARGE")
+    return _Large(**entry) if entry else None
 
 
 _PROPERTIES = {
@@ -288,7 +306,7 @@ class _Case:
 class _Call:
     case: _Case
     number: int  # within the case, from 1
-    how: str  # first, again, same, refill, refill_quiet
+    how: str  # first, again, same, refill, refill_quiet, large
     source: _Call | None = None  # the earlier call whose values or tensors it reuses
     after: tuple[_Call, ...] = ()  # calls that must run first
     bitwise: bool = True  # replayed on its own inputs too, and compared bit for bit (c)
@@ -432,6 +450,10 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         filler = case("repeated calls", small(), pick(),
                       pads() if strided and rng.random() < 0.5 else None)  # fmt: skip
         filler.calls[0].bitwise = False
+    if _large(spec) is not None:  # at every shape and path but the traps' (large already)
+        for made in cases:
+            if made.special is None:
+                made.calls.append(_Call(made, len(made.calls) + 1, "large", bitwise=False))
     return cases
 
 
@@ -780,7 +802,7 @@ class _Exercise:
     def _values(self, call: _Call) -> tuple[dict, dict | None]:
         """The call's input values, and the tensors to send (None: reuse an earlier call's)."""
         case = call.case
-        if call.how in ("first", "refill", "refill_quiet"):
+        if call.how in ("first", "refill", "refill_quiet", "large"):
             call.values = self._draw(call, "given")
         else:
             call.values = call.source.values
@@ -801,6 +823,8 @@ class _Exercise:
         case = call.case
         made = case.spec.inputs(case.shape, case.dtype, self._seed(call, role), "cpu")
         values = {k: v.detach() if torch.is_tensor(v) else v for k, v in made.items()}
+        if call.how == "large":  # its hidden inputs too
+            values = _large(case.spec).transform(values)
         return case.special.transform(values) if case.special else values
 
     def _expected(self, call: _Call, values: dict) -> tuple:
@@ -848,6 +872,8 @@ class _Exercise:
                 f"{SEED_VARIABLE}={self.session.seed} replays the run")  # fmt: skip
         if call.how in _HOW:
             line += f" ({_HOW[call.how]})"
+        if call.how == "large":
+            line += f" (inputs of large magnitude: {_large(spec).note})"
         return line
 
     # -- what a failure says ----------------------------------------------------------------

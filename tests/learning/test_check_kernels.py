@@ -395,12 +395,16 @@ def softmax(x):
 
 
 def test_softmax_without_max_subtraction_fails_on_large_inputs(tmp_path, monkeypatch):
-    """Does a softmax that skips the row max pass ordinary inputs but fail the x100 check?"""
+    """Does a softmax that skips the row max fail the x100 check, and every other check on its
+    call with the inputs shifted by +100, each naming the fix?"""
     package = make_impl(tmp_path, monkeypatch, softmax=SOFTMAX_WITHOUT_MAX)
-    results = failures(kernels.run("softmax", package, reference_copies=True))
-    assert list(results) == ["softmax large inputs (x100)"]
-    message = results["softmax large inputs (x100)"]
+    results = run_only("softmax", package, "softmax large inputs (x100)", "softmax 37x781")
+    failed = failures(results)
+    message = failed["softmax large inputs (x100)"]
     assert "x scaled by 100" in message.splitlines()[0]
+    assert "subtract the row max" in message
+    message = failed["softmax 37x781"]
+    assert "(inputs of large magnitude: x shifted by +100)" in message.splitlines()[0]
     assert "subtract the row max" in message
 
 
