@@ -215,6 +215,10 @@ _RIGHT_BY_CHANCE = (
     "small here (a missing sum, a dropped tail) or a race can do this; the other failed checks "
     "of this op, if any, give a hint"
 )
+_NO_KERNEL = (
+    "no Triton kernel ran: the result came from PyTorch. Launch your @triton.jit kernel "
+    "(kernel[grid](...)) and return what it stored"
+)
 _NOT_STORED = (
     "your function returned something other than what your kernels stored: replaying its "
     "launches on these same inputs stored different values. Return the tensor your kernel "
@@ -732,6 +736,11 @@ class _Exercise:
         if not all(v.passed for v in verdicts):
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
+            if type(trace) is dict and trace.get("launches") == [] and not all(
+                _unwritten_all(output) for output in outputs
+            ):  # fmt: skip
+                # written, and by no kernel: a stale cached answer, or PyTorch's wrong one
+                op.fault("own", f"{context}\n{_NO_KERNEL}")
             if replayable and picture.worth_drawing(op.cases, outputs):
                 call.picture_replay = service.submit(trace, described, values,
                                                      self._replay_limit(case),
@@ -744,9 +753,7 @@ class _Exercise:
         case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
         self.launched.update(_launched(trace))
         if type(trace) is dict and trace.get("launches") == []:
-            op.fault("own", f"{context}\nno Triton kernel ran: the result came from PyTorch. "
-                     "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
-                     "stored")  # fmt: skip
+            op.fault("own", f"{context}\n{_NO_KERNEL}")
             return
         side = trace.get("side_streams") if type(trace) is dict else None
         if side:
