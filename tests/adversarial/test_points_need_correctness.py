@@ -11,10 +11,13 @@ restated here.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from mutants import SOFTMAX
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
+from learning import ops
 from learning.check import kernels
 
 SHARES = kernels.path_points("softmax")["softmax"]
@@ -119,10 +122,22 @@ def test_a_missing_tail_mask_earns_no_properties_for_its_path(tmp_path, monkeypa
         assert "none for softmax's ordinary path" in results[name].message
 
 
-@pytest.mark.parametrize("exercise", kernels.ops.exercises())
+@pytest.mark.parametrize("exercise", ops.exercises())
 def test_the_shares_of_the_paths_add_up_to_the_exercise(exercise):
     """Does every path carry a share, and do the shares add up to what the exercise is worth
     (whole tenths, so that a learner never reads 9.99 of 10)?"""
     shares = [s for paths in kernels.path_points(exercise).values() for s in paths.values()]
     assert all(s.checks > 0 and s.properties > 0 for s in shares), shares
     assert round(sum(s.total for s in shares), 6) == kernels.points_for(exercise)
+
+
+def test_no_check_of_a_row_op_is_all_one_column_wide():
+    """A softmax one column wide is 1.0 whatever the input, so a check whose every input is one
+    column wide cannot tell a kernel that ignores x (1/N everywhere) from a right one: over
+    many seeds, every check of the softmax plan has an input at least two columns wide."""
+    spec = ops.OPS["softmax"]
+    for seed in range(500):
+        cases = kernels._plan(spec, random.Random(seed))
+        for check in {case.check for case in cases}:
+            widths = {case.shape[-1] for case in cases if case.check == check}
+            assert widths != {1}, f"seed {seed}: {check} is one column wide only"
