@@ -46,9 +46,19 @@ input (op, shape, dtype, seed), expected against got at the worst element, and h
 output it reused, an output that changed after the call returned, a store past an allocation)
 is shown as a hint and in checks of no points, never as evidence.
 
-Each op's points (:func:`points_for` splits the manifest's) go 60% to its input checks and 40%
-to three properties decided by the replays: it runs its own Triton kernels, leaves its inputs
-unchanged, and is deterministic.
+An op with inputs of large magnitude (softmax's rows shifted by +100, where ``exp`` overflows
+unless the row maximum is subtracted) gets a call on them in every case but its traps, at the
+case's own shape and path: a kernel that skips the maximum fails on every path that lacks it.
+
+Each op's points (:func:`points_for` splits the manifest's) are shared by its *paths*: the
+ordinary path (what the op's own call runs on every small input) and each path a learner writes
+apart from it (a chunk loop, a split backward: a ``_Path`` taken through a plan). A path's share
+goes in part to its input checks, and the rest to three properties decided by the replays: it
+runs its own Triton kernels, leaves its inputs unchanged, and is deterministic. A path earns its
+part of the properties only once every input check of it passes, so a kernel that is right on
+one easy input (a softmax one column wide is 1.0 whatever the input) collects nothing for
+them; a call that hangs or crashes costs its path's whole share. :func:`path_points` gives the
+shares (``_ORDINARY_SHARE``, ``_CORRECTNESS_SHARE``).
 """
 
 from __future__ import annotations
@@ -83,7 +93,14 @@ from learning.ops.spec import GEMM, ROWS
 
 RECORDS_KERNELS = True  # the runner starts this exercise's worker ready to record launches
 POINTS = 10.0  # an exercise's worth when the course manifest does not say
-_CORRECTNESS_SHARE = 0.6  # of an op's points: the input checks; the rest: the properties
+_UNITS_PER_POINT = 10  # every share is a whole number of tenths of a point
+# Of an op's points: its ordinary path's share; the rest is split evenly over the paths a
+# learner writes apart from it (the chunk loop, the split backward), all of it when it has none.
+_ORDINARY_SHARE = 0.6
+# Of a path's points: its input checks; the rest: the properties, which the path earns only
+# once every input check of it passes.
+_CORRECTNESS_SHARE = 0.6
+ORDINARY = "ordinary"  # the path of what the op's own call runs on every small input
 _SETTLE_S = 0.02  # how long after the call the worker reads the outputs again
 # One call's time limit (and one replay's): a base, plus a second per this many units of work
 # (elements; a GEMM's M * N * K / 64; twice for a forward and backward). The interpreter runs
@@ -156,6 +173,24 @@ class _Path:
         default_factory=dict)  # fmt: skip
     alone: str = _ONLY_WIDE  # why no other input shows a fault of this path (the hints)
 
+    @property
+    def written(self) -> bool:
+        """Whether the path runs kernels a learner writes apart from the ordinary ones: it is
+        taken through a plan of the module's own (a chunk loop, a split backward), and carries
+        a share of the op's points of its own. A path reached by shape or layout alone
+        (transposed operands), or one that compares more of the same call (the saved
+        log-sum-exp), is part of the ordinary path."""
+        return bool(self.plans)
+
+
+@dataclass(frozen=True)
+class _Large:
+    """An op's inputs of large magnitude (its ``LARGE``): the plain inputs made large by
+    ``transform`` (softmax's x shifted by +100), described by ``note`` on the input line."""
+
+    note: str
+    transform: Callable[[dict], dict]
+
 
 def _min_width(spec: ops.OpSpec) -> int:
     """The narrowest row the checker draws for the op: its ``MIN_WIDTH``, else 1."""
@@ -174,6 +209,11 @@ def _paths(spec: ops.OpSpec) -> tuple[_Path, ...]:
 
 def _strided(spec: ops.OpSpec) -> tuple[str, ...]:
     return tuple(op_data.value(spec.name, "STRIDED", ()))
+
+
+def _large(spec: ops.OpSpec) -> _Large | None:
+    entry = op_data.value(spec.name, "LARGE")
+    return _Large(**entry) if entry else None
 
 
 _PROPERTIES = {
@@ -196,6 +236,10 @@ _RIGHT_BY_CHANCE = (
     "but their result on other values is outside the tolerance. A term that happens to be "
     "small here (a missing sum, a dropped tail) or a race can do this; the other failed checks "
     "of this op, if any, give a hint"
+)
+_NO_KERNEL = (
+    "no Triton kernel ran: the result came from PyTorch. Launch your @triton.jit kernel "
+    "(kernel[grid](...)) and return what it stored"
 )
 _NOT_STORED = (
     "your function returned something other than what your kernels stored: replaying its "
@@ -233,6 +277,54 @@ def points_for(exercise: str) -> float:
         return float(manifest.load().exercise(exercise).points)
     except (OSError, manifest.ManifestError):
         return POINTS
+
+
+@dataclass(frozen=True)
+class PathPoints:
+    """What one path of an op is worth: its input checks together, and its part of the three
+    properties (earned only once every input check of the path passes)."""
+
+    checks: float
+    properties: float
+
+    @property
+    def total(self) -> float:
+        return self.checks + self.properties
+
+
+def path_points(exercise: str) -> dict[str, dict[str, PathPoints]]:
+    """Each op of ``exercise``, each of its paths (:data:`ORDINARY`, then the names of the paths
+    a learner writes apart), and what the path is worth in a whole run."""
+    specs = ops.exercises()[exercise]
+    units = _share(round(_UNITS_PER_POINT * points_for(exercise)), len(specs))
+    table = {}
+    for spec, op_units in zip(specs, units, strict=True):
+        paths = [ORDINARY, *(path.name for path in _paths(spec) if path.written)]
+        table[spec.name] = {
+            path: PathPoints(checks / _UNITS_PER_POINT, properties / _UNITS_PER_POINT)
+            for path, (checks, properties) in _path_units(op_units, paths).items()
+        }  # fmt: skip
+    return table
+
+
+def _path_units(units: int, paths: list[str]) -> dict[str, tuple[int, int]]:
+    """An op's ``units`` over the ``paths`` a run grades, each as (input checks, properties):
+    the ordinary path :data:`_ORDINARY_SHARE` of them (all where it is alone), the others the
+    rest evenly (all of it where a run grades no ordinary input); within a path,
+    :data:`_CORRECTNESS_SHARE` to its checks."""
+    others = [path for path in paths if path != ORDINARY]
+    if ORDINARY not in paths:
+        split = _share(units, len(others))
+    elif not others:
+        split = [units]
+    else:
+        ordinary = round(_ORDINARY_SHARE * units)
+        split = [ordinary, *_share(units - ordinary, len(others))]
+    shares = {}
+    for path, path_units in zip([ORDINARY] * (ORDINARY in paths) + others, split, strict=True):
+        checks = round(_CORRECTNESS_SHARE * path_units)
+        shares[path] = (checks, path_units - checks)
+    return shares
 
 
 def run(
@@ -278,17 +370,23 @@ class _Case:
     fallback: str | None = None  # why the path's hook was not there: the ordinary call ran
     worst: float = 0.0  # the largest share of the tolerance a passing call used
     traffic: dict | None = None  # the bytes its first call's hidden replay moved (traffic.py)
+    stopped: bool = False  # a call did not return, or its process died: its path earns nothing
 
     def fail(self, message: str) -> None:
         if self.failure is None:
             self.failure = message
+
+    @property
+    def share(self) -> str:
+        """The path whose share of the op's points the case counts towards (see _Path.written)."""
+        return self.path.name if self.path is not None and self.path.written else ORDINARY
 
 
 @dataclass(eq=False)
 class _Call:
     case: _Case
     number: int  # within the case, from 1
-    how: str  # first, again, same, refill, refill_quiet
+    how: str  # first, again, same, refill, refill_quiet, large
     source: _Call | None = None  # the earlier call whose values or tensors it reuses
     after: tuple[_Call, ...] = ()  # calls that must run first
     bitwise: bool = True  # replayed on its own inputs too, and compared bit for bit (c)
@@ -413,8 +511,9 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
              torch.float32)  # fmt: skip
         case("odd widths", (rng.randint(1, 40), rng.choice(primes(2, 3000))), pick())
         case("odd widths", (rng.randint(1, 40), low), pick())
-        if strided:
-            case("strided rows", (rng.randint(1, 40), _width(rng, 1000, low)), pick(), pads())
+        if strided:  # two columns or more, as for many rows: a check of its own
+            case("strided rows", (rng.randint(1, 40), _width(rng, 1000, max(low, 2))), pick(),
+                 pads())  # fmt: skip
         rows = 12 if spec.training else 24
         small = lambda: (rng.randint(1, rows), _width(rng, 700, low))  # noqa: E731
     for _ in range(2):  # repeat calls: the same values again, the same tensors, refills
@@ -432,6 +531,10 @@ def _plan(spec: ops.OpSpec, rng: random.Random) -> list[_Case]:
         filler = case("repeated calls", small(), pick(),
                       pads() if strided and rng.random() < 0.5 else None)  # fmt: skip
         filler.calls[0].bitwise = False
+    if _large(spec) is not None:  # at every shape and path but the traps' (large already)
+        for made in cases:
+            if made.special is None:
+                made.calls.append(_Call(made, len(made.calls) + 1, "large", bitwise=False))
     return cases
 
 
@@ -543,13 +646,17 @@ class _Op:
         self.not_started: str | None = None
         self.start_here = ""
         self.faults: dict[str, str] = {}  # property -> first message
+        self.faulted: dict[str, set[str | None]] = {}  # property -> its paths (None: every one)
         self.reports: dict[str, str] = {}  # report check -> first message
         self.probes = _PROBES_PER_OP
         self.order_probes = 1  # reruns with programs in order (_order_hint)
         self.precision_probes = 1  # reruns with float32 dots in full precision (_precision_hint)
 
-    def fault(self, key: str, message: str) -> None:
+    def fault(self, key: str, message: str, case: _Case | None = None) -> None:
+        """A property's fault, seen on ``case`` (its path loses the property; every path of the
+        op when None)."""
         self.faults.setdefault(key, message)
+        self.faulted.setdefault(key, set()).add(case.share if case is not None else None)
 
     def blocked(self, check: str | None = None) -> str | None:
         """Why ``check`` (any check of the op, when None) did not run: the import failed, or
@@ -710,6 +817,11 @@ class _Exercise:
         if not all(v.passed for v in verdicts):
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
+            if type(trace) is dict and trace.get("launches") == [] and not all(
+                _unwritten_all(output) for output in outputs
+            ):  # fmt: skip
+                # written, and by no kernel: a stale cached answer, or PyTorch's wrong one
+                op.fault("own", f"{context}\n{_NO_KERNEL}")
             if replayable and picture.worth_drawing(op.cases, outputs):
                 call.picture_replay = service.submit(trace, described, values,
                                                      self._replay_limit(case),
@@ -718,13 +830,12 @@ class _Exercise:
         if call.how == "again" and not _same_bits_all(call.source.outputs, outputs):
             op.fault("stable", f"{context}\nnon-deterministic: the same inputs gave different "
                      "bits in two calls: reads uninitialized memory or races (unmasked loads, "
-                     "programs writing the same element, a missing initialisation)")  # fmt: skip
+                     "programs writing the same element, a missing initialisation)",
+                     case)  # fmt: skip
         case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
         self.launched.update(_launched(trace))
         if type(trace) is dict and trace.get("launches") == []:
-            op.fault("own", f"{context}\nno Triton kernel ran: the result came from PyTorch. "
-                     "Launch your @triton.jit kernel (kernel[grid](...)) and return what it "
-                     "stored")  # fmt: skip
+            op.fault("own", f"{context}\n{_NO_KERNEL}")
             return
         side = trace.get("side_streams") if type(trace) is dict else None
         if side:
@@ -732,7 +843,7 @@ class _Exercise:
             op.fault("stable", f"{context}\n{names} ran on a CUDA stream of its own "
                      "(torch.cuda.stream(...)): the caller's stream does not wait for it, so "
                      "whatever reads the output next can read it before it is written. Launch "
-                     "on the current stream")  # fmt: skip
+                     "on the current stream", case)  # fmt: skip
         call.hidden = self._draw(call, "hidden")
         limit = self._replay_limit(case)
         call.hidden_replay = service.submit(trace, described, call.hidden, limit)
@@ -753,6 +864,7 @@ class _Exercise:
         try:
             return self.session.ask(request, self._limit(case))
         except CallTimedOut as stopped:
+            case.stopped = True
             where = (f"\nwhen it was stopped (as its process reported): {stopped.where}"
                      if stopped.where else "")  # fmt: skip
             case.fail(
@@ -762,6 +874,7 @@ class _Exercise:
                 "a wait that nothing ends"
             )
         except ProcessDied as died:
+            case.stopped = True
             case.fail(f"{context}\nthe check process was stopped during this call: "
                       f"{died.reason}{log_lines(died.log_tail, 8)}")  # fmt: skip
         return None
@@ -780,7 +893,7 @@ class _Exercise:
     def _values(self, call: _Call) -> tuple[dict, dict | None]:
         """The call's input values, and the tensors to send (None: reuse an earlier call's)."""
         case = call.case
-        if call.how in ("first", "refill", "refill_quiet"):
+        if call.how in ("first", "refill", "refill_quiet", "large"):
             call.values = self._draw(call, "given")
         else:
             call.values = call.source.values
@@ -801,6 +914,8 @@ class _Exercise:
         case = call.case
         made = case.spec.inputs(case.shape, case.dtype, self._seed(call, role), "cpu")
         values = {k: v.detach() if torch.is_tensor(v) else v for k, v in made.items()}
+        if call.how == "large":  # its hidden inputs too
+            values = _large(case.spec).transform(values)
         return case.special.transform(values) if case.special else values
 
     def _expected(self, call: _Call, values: dict) -> tuple:
@@ -848,6 +963,8 @@ class _Exercise:
                 f"{SEED_VARIABLE}={self.session.seed} replays the run")  # fmt: skip
         if call.how in _HOW:
             line += f" ({_HOW[call.how]})"
+        if call.how == "large":
+            line += f" (inputs of large magnitude: {_large(spec).note})"
         return line
 
     # -- what a failure says ----------------------------------------------------------------
@@ -1057,7 +1174,7 @@ class _Exercise:
             case.traffic = traffic.checked(hidden.traffic)
         if hidden.inputs_changed:
             op.fault("inputs", f"{context}\n{hidden.inputs_changed[0]}: kernels must not write "
-                     "to their inputs; store into a new output tensor")  # fmt: skip
+                     "to their inputs; store into a new output tensor", case)  # fmt: skip
         expected = _expected_of(case, call.hidden)
         verdicts = self._compare(case, hidden.outputs, expected)
         if hidden.unwritten or not all(v.passed for v in verdicts):
@@ -1071,7 +1188,7 @@ class _Exercise:
             given = call.given_replay.result()
             if given.error is None and not _same_bits_all(call.outputs, given.outputs):
                 op.fault("own", f"{context}\n{_NOT_STORED}")
-                op.fault("stable", f"{context}\n{_NOT_STORED}")
+                op.fault("stable", f"{context}\n{_NOT_STORED}", case)
 
     def _reproduced(self, call: _Call) -> bool:
         """Whether replaying only the learner's kernels on the call's own inputs stores what the
@@ -1098,15 +1215,19 @@ class _Exercise:
 
     def _results(self, bundle_error: str | None) -> list[CheckResult]:
         results: list[CheckResult] = []
-        units = _share(round(2 * points_for(self.exercise)), len(self.ops))
+        units = _share(round(_UNITS_PER_POINT * points_for(self.exercise)), len(self.ops))
         for op, op_units in zip(self.ops, units, strict=True):
             checks = self._checks(op)
-            properties = self._properties(op, bundle_error)
-            correctness_units = round(_CORRECTNESS_SHARE * op_units)
-            shares = _share(correctness_units, len(checks))
-            shares += _share(op_units - correctness_units, len(properties))
-            for (name, passed, message), share in zip(checks + properties, shares, strict=True):
-                results.append(CheckResult(name, passed, share / 2, message))
+            shares = _path_units(op_units, list(dict.fromkeys(c.path for c in checks)))
+            worth = {}
+            for path, (check_units, _) in shares.items():
+                names = [c.name for c in checks if c.path == path]
+                worth.update(zip(names, _share(check_units, len(names)), strict=True))
+            for check in checks:
+                results.append(CheckResult(check.name, check.passed,
+                                           worth[check.name] / _UNITS_PER_POINT,
+                                           check.message))  # fmt: skip
+            results += self._properties(op, bundle_error, checks, shares)
             blocked = op.blocked()
             for key, title in _REPORTS.items():
                 message = blocked or op.reports.get(key, "")
@@ -1154,18 +1275,30 @@ class _Exercise:
         launched = [f"{self.impl}/{name}" for name in self.launched]
         return originality.copies(sources, originality.solutions(), only=launched)
 
-    def _checks(self, op: _Op) -> list[tuple[str, bool, str]]:
+    def _checks(self, op: _Op) -> list[_Checked]:
         checks = []
+        paths = list(dict.fromkeys(case.share for case in op.cases))
+        stopped = {}  # path -> the first check whose call did not return or crashed
+        for case in op.cases:
+            if case.stopped:
+                stopped.setdefault(case.share, case.check)
         for name in dict.fromkeys(case.check for case in op.cases):
             cases = [case for case in op.cases if case.check == name]
+            path = cases[0].share
             failure = next((c.failure for c in cases if c.failure), None)
             ran = [c for c in cases if c.calls[0].ran]
+            hung = _HUNG.format(path=_path_words(op.spec, path, paths))
             if op.blocked(name):
-                checks.append((name, False, op.blocked(name)))
+                checks.append(_Checked(name, False, op.blocked(name), path))
             elif failure:
-                checks.append((name, False, failure))
+                note = f"\n{hung}" if any(c.stopped for c in cases) else ""
+                checks.append(_Checked(name, False, failure + note, path))
             elif not ran:
-                checks.append((name, False, "not run"))
+                checks.append(_Checked(name, False, "not run", path))
+            elif path in stopped:
+                checks.append(_Checked(name, False, f"right on every input of this check, but "
+                                       f"a call of {stopped[path]} did not return (see there). "
+                                       f"{hung}", path))  # fmt: skip
             else:
                 dtypes = ", ".join(dict.fromkeys(ops.dtype_name(c.dtype) for c in ran))
                 worst = max(c.worst for c in ran)
@@ -1174,23 +1307,73 @@ class _Exercise:
                 if fallback:
                     message += (f"; the ordinary call ran instead of {cases[0].path.what} "
                                 f"({fallback})")  # fmt: skip
-                checks.append((name, True, message))
+                checks.append(_Checked(name, True, message, path))
         return checks
 
-    def _properties(self, op: _Op, bundle_error: str | None) -> list[tuple[str, bool, str]]:
+    def _properties(self, op: _Op, bundle_error: str | None, checks: list[_Checked],
+                    shares: dict[str, tuple[int, int]]) -> list[CheckResult]:  # fmt: skip
+        """The three properties, each worth its part of every path's property units; a path
+        earns it only when every input check of the path passes and no replay of the path
+        showed the property's fault."""
         blocked = op.blocked() or bundle_error
-        passed_any = any(
-            case.failure is None and case.calls[0].ran for case in op.cases
-        )  # fmt: skip
-        checks = []
-        for key, title in _PROPERTIES.items():
+        paths = list(shares)
+        failing = {}  # path -> its first failed check
+        for check in checks:
+            if not check.passed:
+                failing.setdefault(check.path, check.name)
+        results = []
+        for index, (key, title) in enumerate(_PROPERTIES.items()):
             name = f"{op.spec.name} {title}"
-            if blocked or not passed_any:
-                message = blocked or f"not graded until {op.spec.name} passes at least one input"
-                checks.append((name, False, message))
-            else:
-                checks.append((name, key not in op.faults, op.faults.get(key, "")))
-        return checks
+            worth = {path: _share(units, len(_PROPERTIES))[index]
+                     for path, (_, units) in shares.items()}  # fmt: skip
+            possible = sum(worth.values()) / _UNITS_PER_POINT
+            if blocked:
+                results.append(CheckResult(name, False, possible, blocked))
+                continue
+            faulted = op.faulted.get(key, set())
+            granted = [path for path in paths if path not in failing
+                       and None not in faulted and path not in faulted]  # fmt: skip
+            earned = sum(worth[path] for path in granted) / _UNITS_PER_POINT
+            notes = [op.faults[key]] if key in op.faults else []
+            withheld = [path for path in paths if path in failing]
+            if withheld and len(paths) == 1:
+                notes.append(f"not graded until every input check of {op.spec.name} passes "
+                             f"({failing[paths[0]]} failed): {_ONLY_RIGHT}")  # fmt: skip
+            elif withheld:
+                missing = "; none for ".join(
+                    f"{_path_words(op.spec, path, paths)} until every input check of it passes "
+                    f"({failing[path]} failed)" for path in withheld)  # fmt: skip
+                notes.append(f"{earned:g} of {possible:g} points: none for {missing}: "
+                             f"{_ONLY_RIGHT}")  # fmt: skip
+            results.append(CheckResult(name, earned == possible, possible, "\n".join(notes),
+                                       points=earned))  # fmt: skip
+        return results
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """An input check's verdict, and the path whose share it counts towards."""
+
+    name: str
+    passed: bool
+    message: str
+    path: str
+
+
+_ONLY_RIGHT = ("a property counts only for kernels that compute the right result, so a kernel "
+               "right on a few easy inputs collects none of it")
+_HUNG = ("A call that does not return, or whose process dies, costs its whole path: {path} "
+         "earns no point until every call of it returns")
+
+
+def _path_words(spec: ops.OpSpec, path: str, paths: list[str]) -> str:
+    """The path in a message: the op's name where it has one path, else the path's name."""
+    if len(paths) == 1:
+        return spec.name
+    if path == ORDINARY:
+        return f"{spec.name}'s ordinary path (its own call, every input but " + ", ".join(
+            p for p in paths if p != ORDINARY) + ")"
+    return f"{spec.name}'s {path} path"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1258,4 +1441,5 @@ def _share(units: int, count: int) -> list[int]:
     return [units // count + (1 if i < units % count else 0) for i in range(count)]
 
 
-__all__ = ["POINTS", "RECORDS_KERNELS", "SEED_VARIABLE", "points_for", "run"]
+__all__ = ["ORDINARY", "POINTS", "RECORDS_KERNELS", "SEED_VARIABLE", "PathPoints", "path_points",
+           "points_for", "run"]

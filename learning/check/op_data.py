@@ -20,6 +20,10 @@ A ``check`` module may define any of these (the checker asks for nothing else):
   to the input line), ``dtypes``, ``transform`` (the plain inputs -> the trap's: x scaled by
   100, a larger eps) and, optionally, ``shape`` (the irregular CPU shape when not given) and
   ``bitwise`` (whether the first call is also replayed for a bit-for-bit match);
+* ``LARGE``: inputs of large magnitude, a dict of :class:`learning.check.kernels._Large`'s
+  fields: ``note`` (added to the input line) and ``transform`` (the plain inputs -> large ones,
+  softmax's x shifted by +100); every case but the ``SPECIALS`` gets one call on them, at its
+  own shape and path, so that a kernel that overflows fails on every path where it does;
 * ``PATHS``: paths through the op module's wrappers that the CPU shapes miss, each a dict of
   :class:`learning.check.kernels._Path`'s fields: the wrapper calls that take it (``steps``,
   with the ``plans`` they ask for), or the ``shape`` and layout (``transposed``) that take it

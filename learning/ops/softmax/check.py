@@ -5,6 +5,9 @@ its forward from here (``learning.ops.softmax_train.check``).
 * x may have rows further apart than its width: the last dimension contiguous, any row stride.
 * **Large inputs.** x scaled by 100 overflows ``exp`` unless the kernel subtracts the row
   maximum first: the checker grades that trap on the irregular CPU shape, in fp32 and fp16.
+  And every other case gets a call on x shifted by :data:`LARGE_SHIFT` (``LARGE``), at its own
+  width and path (chunked rows too): a shift leaves the softmax as it was and overflows
+  ``exp(x)`` everywhere, so a kernel that skips the maximum on any path fails there.
 * **The chunked rows.** The forward walks a row in chunks only when the row is far wider than
   the checker's inputs, so the checker asks it for a chunked plan on narrow rows.
 * **The typical mistakes**, each as the mistaken kernel computes it, in float64: the softmax
@@ -29,6 +32,18 @@ SPECIALS = (
     {"name": "large inputs (x100)", "note": "x scaled by 100",
      "dtypes": (torch.float32, torch.float16), "transform": _times_100},
 )  # fmt: skip
+
+# exp(x + 100) overflows float32 (whose largest exp is exp(88.7)) for every x that randn draws;
+# a shift changes no softmax, nor its gradient, and keeps x exact enough in every dtype that
+# x - max is exact (two values of one binade).
+LARGE_SHIFT = 100.0
+
+
+def _shifted(values: dict) -> dict:
+    return {**values, "x": values["x"] + LARGE_SHIFT}
+
+
+LARGE = {"note": f"x shifted by +{LARGE_SHIFT:g}", "transform": _shifted}
 
 FORWARD = step("softmax_fwd", ("x",), ("y",))
 CHUNKED_FORWARD = f"softmax_fwd(x, plan=RowPlan(chunked=True, block_cols={CHUNK}))"

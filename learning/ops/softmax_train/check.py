@@ -3,8 +3,10 @@ imports this module; ``learning.check.op_data`` says what the checker asks of it
 
 * x may have rows further apart than its width, as in the forward
   (``learning.ops.softmax.check``).
-* No large inputs: on x100 inputs the gradients nearly cancel and no fp32 kernel meets a
-  tolerance relative to their tiny magnitude; the forward's overflow is graded in ``softmax``.
+* No x100 trap: on x100 inputs the gradients nearly cancel and no fp32 kernel meets a
+  tolerance relative to their tiny magnitude. The forward's shifted inputs (``LARGE``: x + 100)
+  change neither y nor the gradient, so every case gets a call on them here too, the chunked
+  forward's included.
 * **The chunked paths.** The forward and the backward each walk a row in chunks only when the
   row is far wider than the checker's inputs, so the checker asks for each chunked on narrow
   rows, the other one whole.
@@ -18,9 +20,9 @@ from __future__ import annotations
 import torch
 
 from learning.check.wrapper_paths import CHUNK, CHUNKED_PLANS, chunked, step
-from learning.ops.softmax.check import CHUNKED_FORWARD, FORWARD, STRIDED
+from learning.ops.softmax.check import CHUNKED_FORWARD, FORWARD, LARGE, STRIDED
 
-__all__ = ["PATHS", "STRIDED", "mistakes"]
+__all__ = ["LARGE", "PATHS", "STRIDED", "mistakes"]
 
 BACKWARD = step("softmax_bwd", ("y", "grad_output"), ("dx",))
 PATHS = (
