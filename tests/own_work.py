@@ -52,7 +52,9 @@ def copier_package(tmp_path: Path, monkeypatch, files: dict[str, str]) -> str:
     (tmp_path / name / "__init__.py").write_text("import learning  # noqa: F401\n")
     (tmp_path / name / "kernels" / "__init__.py").write_text("")
     for path, text in files.items():
-        (tmp_path / name / path).parent.mkdir(parents=True, exist_ok=True)
+        folder = (tmp_path / name / path).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").touch()
         (tmp_path / name / path).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     return name

@@ -78,10 +78,12 @@ class Match:
 
     def __str__(self) -> str:
         answer = self.answer
-        return (f"{self.path}: {self.name} matches {answer.function} of {answer.origin}, "
-                "the course's own answer "
-                f"({self.score:.0%} of what that answer adds to the exercise, once names, "
-                "comments and layout are set aside)")  # fmt: skip
+        what = (f"{self.name} matches {answer.function} of {answer.origin}"
+                if answer.unit == "function" else
+                f"it matches the functions {answer.function} of {answer.origin} together")
+        return (f"{self.path}: {what}, the course's own answer ({self.score:.0%} of what "
+                "that answer adds to the exercise, once names, comments and layout are set "
+                "aside)")  # fmt: skip
 
 
 def fingerprints(text: str) -> frozenset[int]:
@@ -167,4 +169,64 @@ def matches(sources: Mapping[str, str], known: Iterable[Answer] | None = None,
             score, answer = best(source, per_file)
             if answer is not None and score >= THRESHOLD:
                 found.append(Match(path, answer.function, answer, score))
+    return found
+
+
+def from_reference(path: str, source: str) -> dict[str, str]:
+    """The functions of ``source`` that are the course's by import: each name bound from the
+    ``reference`` package (``from reference.measurement import speedup``), and each function
+    that reads such a name, with the reason; ``"*"`` for a star import or an import by a
+    computed name (``importlib.import_module("reference...")``), which hides what it binds."""
+    try:
+        tree = ast.parse(source) if len(source) <= MAX_SOURCE_CHARS else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is None:
+        return {}
+    bound: dict[str, str] = {}  # name -> the module it came from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _course(alias.name):
+                    bound[alias.asname or alias.name.partition(".")[0]] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and _course(node.module or ""):
+            for alias in node.names:
+                bound[alias.asname or alias.name] = node.module or ""
+        elif isinstance(node, ast.Call) and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and _course(a.value)
+            for a in node.args
+        ):  # fmt: skip
+            bound["*"] = ast.unparse(node)
+    found = {name: f"{path}: {name} is imported from {module}, the course's own answer"
+             for name, module in bound.items() if name != "*"}  # fmt: skip
+    reads = {name: {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+             for name, text in functions(source)}  # fmt: skip
+    changed = True
+    while changed:  # a function that calls one of those is not the learner's either
+        changed = False
+        for name, read in reads.items():
+            used = sorted(read & (set(bound) | set(found)) - {name})
+            if used and name not in found:
+                origin = f"from {bound[used[0]]}" if used[0] in bound else "in turn"
+                found[name] = (f"{path}: {name} calls {used[0]} ({origin}), the course's "
+                               "own answer")  # fmt: skip
+                changed = True
+    if "*" in bound:
+        found["*"] = f"{path}: {bound['*']} brings in the course's own answers"
+    return found
+
+
+def _course(module: str) -> bool:
+    return module == "reference" or module.startswith("reference.")
+
+
+def copied_functions(sources: Mapping[str, str]) -> dict[str, str]:
+    """For the pure-Python exercises: each function of the learner's files (path -> text) that
+    is a known answer, copied or imported, with the reason (``"*"``: all of them)."""
+    found: dict[str, str] = {}
+    for path, source in sorted(sources.items()):
+        found.update(from_reference(path, source))
+        for match in matches({path: source}):
+            for name in match.name.split(", "):
+                found.setdefault(name, str(match))
     return found

@@ -205,3 +205,47 @@ def test_the_checker_gives_an_old_reductions_snapshot_nothing(tmp_path, monkeypa
     assert report.points == 0
     failed = "\n".join(c.message for c in report.checks if not c.passed)
     assert f"results/snapshots/{snapshot.name}" in failed
+
+
+def test_a_function_from_the_reference_is_not_the_learners():
+    """Imported (under its name or another), reached through a function that calls it, or
+    everything at once (a star import, an import by a computed name)."""
+    source = (
+        "import math\n"
+        "from reference.foundations.rounding import unit_roundoff as borrowed\n\n"
+        "def unit_roundoff(dtype):\n    return borrowed(dtype)\n\n"
+        "def relative_error(x, y):\n    return unit_roundoff(x) * 0 + abs(x - y)\n\n"
+        "def mine(x):\n    return math.sqrt(x)\n"
+    )
+    found = known_answers.from_reference("rounding.py", source)
+    assert set(found) == {"borrowed", "unit_roundoff", "relative_error"}
+    assert "from reference.foundations.rounding" in found["unit_roundoff"]
+    star = known_answers.from_reference("r.py", "from reference.foundations.rounding import *\n")
+    assert "reference.foundations.rounding" in star["*"]
+    hidden = "import importlib\nm = importlib.import_module('reference.measurement')\n"
+    assert "*" in known_answers.from_reference("m.py", hidden)
+    assert known_answers.from_reference("m.py", "import numpy\nimport referenced\n") == {}
+
+
+@pytest.mark.parametrize(
+    ("exercise", "path", "text", "named"),
+    [
+        ("measurement", "measurement.py", (ROOT / "reference/measurement.py").read_text(),
+         "of reference/measurement.py"),
+        ("rounding", "foundations/rounding.py",
+         "from reference.foundations.rounding import *  # noqa: F403\n",
+         "reference.foundations.rounding brings in the course's own answers"),
+        ("harness", "harness.py", (ROOT / "reference/harness.py").read_text(),
+         "of reference/harness.py"),
+    ],
+)  # fmt: skip
+def test_the_checker_gives_a_copied_pure_python_answer_nothing(
+    exercise, path, text, named, tmp_path, monkeypatch
+):
+    """Each earned full marks before: the pure-Python exercises had no copy check."""
+    from learning.check.runner import check_exercise
+
+    name = copier_package(tmp_path, monkeypatch, {path: text})
+    report = check_exercise(exercise, name, extra_path=[tmp_path])
+    assert report.points == 0
+    assert all(named in c.message for c in report.checks if c.max_points), report.checks
