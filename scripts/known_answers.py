@@ -5,7 +5,8 @@ learning/check/known_answers.py).
     python scripts/known_answers.py --check   # exit 1 if the checked-in file is not current
 
 The answers are the functions that hold a solution region in some version of a reference
-file: the files in ``reference/`` now, every reference file a report preserved under
+file, and the finished functions of its course-code regions (which the exercise imports): the
+files in ``reference/`` now, every reference file a report preserved under
 ``results/snapshots/``, and every version of a file under ``reference/`` in the repository's
 history (``git log`` and ``git show``). From each, the fingerprints the course hands out
 without the answer are taken away: every exercise as ``scripts/make_exercises.py`` makes it,
@@ -100,13 +101,17 @@ def answer_texts(root: Path = ROOT) -> list[tuple[dict, list[str]]]:
     for path, origin, text in versions(root):
         exercise = "exercises/" + path.removeprefix("reference/")
         try:
-            stub = make_exercises.strip_solutions(text, path=path, exercise_path=exercise)
+            given = make_exercises.take_out_course_code(text, path=path)
+            stub = make_exercises.strip_solutions(given, path=path, exercise_path=exercise)
         except make_exercises.MarkerError:
             continue  # a version whose markers did not parse was never shipped as an exercise
         handed_out = shipped | known_answers.fingerprints(stub)
+        finished = _course_code(text)
         small, small_names, small_texts = set(), [], []
         for name, function in known_answers.functions(text):
-            if not any(line.strip() == BEGIN for line in function.splitlines()):
+            if name not in finished and not any(
+                line.strip() == BEGIN for line in function.splitlines()
+            ):  # fmt: skip
                 continue
             own = known_answers.fingerprints(function) - handed_out
             if len(own) < known_answers.SMALLEST:  # compared with the others, file to file
@@ -115,9 +120,11 @@ def answer_texts(root: Path = ROOT) -> list[tuple[dict, list[str]]]:
                 small_texts.append(function)
             elif (name, frozenset(own)) not in seen:
                 seen.add((name, frozenset(own)))
-                found.append(({"function": name, "unit": "function", "path": path,
-                               "origin": origin, "fingerprints": known_answers.pack(own)},
-                              [function]))  # fmt: skip
+                entry = {"function": name, "unit": "function", "path": path, "origin": origin}
+                if name in finished:
+                    entry["given"] = True  # finished course code, which the exercise imports
+                entry["fingerprints"] = known_answers.pack(own)
+                found.append((entry, [function]))
         names = ", ".join(small_names)
         if len(small) >= known_answers.SMALLEST and (names, frozenset(small)) not in seen:
             seen.add((names, frozenset(small)))
@@ -125,6 +132,18 @@ def answer_texts(root: Path = ROOT) -> list[tuple[dict, list[str]]]:
                            "fingerprints": known_answers.pack(small)},
                           small_texts))  # fmt: skip
     return found
+
+
+def _course_code(text: str) -> set[str]:
+    """The functions of a course-code region (scripts/make_exercises.py): finished code the
+    exercise imports rather than holds, because it solves the exercise's own TODOs."""
+    inside, names = False, set()
+    for line in text.splitlines():
+        inside = {make_exercises.GIVEN_BEGIN: True, make_exercises.GIVEN_END: False}.get(
+            line.strip(), inside)  # fmt: skip
+        if inside and line.startswith("def "):
+            names.add(line[4:].partition("(")[0])
+    return names
 
 
 def build(root: Path = ROOT) -> dict:

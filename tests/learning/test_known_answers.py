@@ -179,31 +179,33 @@ def test_stubs_helpers_and_a_broken_file_match_nothing():
     assert known_answers.matches({"k.py": "def broken(:\n", "j.py": "x" * 3_000_000}) == []
 
 
-def test_the_checker_gives_softmax_copied_with_one_edit_a_kernel_nothing(tmp_path, monkeypatch):
-    """It earned 10/10 before: the exact check did not see it."""
+def _graded(exercise: str, files: dict[str, str], tmp_path, monkeypatch):
+    """The checker's report on a learner package of ``files``, and its failed checks' text."""
     from learning.check.runner import check_exercise
 
+    name = copier_package(tmp_path, monkeypatch, files)
+    report = check_exercise(exercise, name, extra_path=[tmp_path])
+    return name, report, "\n".join(c.message for c in report.checks if not c.passed)
+
+
+def test_the_checker_gives_softmax_copied_with_one_edit_a_kernel_nothing(tmp_path, monkeypatch):
+    """It earned 10/10 before: the exact check did not see it."""
     text = _solved_with_one_edit("exercises/kernels/softmax.py")
-    name = copier_package(tmp_path, monkeypatch, {"kernels/softmax.py": text})
-    report = check_exercise("softmax", name, extra_path=[tmp_path])
+    name, report, failed = _graded("softmax", {"kernels/softmax.py": text}, tmp_path, monkeypatch)
     assert report.points == 0
-    failed = "\n".join(c.message for c in report.checks if not c.passed)
     assert f"{name}/kernels/softmax.py: _softmax_fwd_kernel matches _softmax_fwd_kernel of " \
            "reference/kernels/softmax.py" in failed  # fmt: skip
 
 
 def test_the_checker_gives_an_old_reductions_snapshot_nothing(tmp_path, monkeypatch):
-    from learning.check.runner import check_exercise
-
     snapshot = next(iter(_old_snapshots("reductions.py")))
     text = snapshot.read_text().replace(
         "from .row_plan import", "from reference.kernels.row_plan import"
     )
     text = text.replace("from .launch import", "from reference.kernels.launch import")
-    name = copier_package(tmp_path, monkeypatch, {"kernels/reductions.py": text})
-    report = check_exercise("reductions", name, extra_path=[tmp_path])
+    _, report, failed = _graded("reductions", {"kernels/reductions.py": text}, tmp_path,
+                                monkeypatch)  # fmt: skip
     assert report.points == 0
-    failed = "\n".join(c.message for c in report.checks if not c.passed)
     assert f"results/snapshots/{snapshot.name}" in failed
 
 
@@ -243,9 +245,73 @@ def test_the_checker_gives_a_copied_pure_python_answer_nothing(
     exercise, path, text, named, tmp_path, monkeypatch
 ):
     """Each earned full marks before: the pure-Python exercises had no copy check."""
-    from learning.check.runner import check_exercise
-
-    name = copier_package(tmp_path, monkeypatch, {path: text})
-    report = check_exercise(exercise, name, extra_path=[tmp_path])
+    _, report, _ = _graded(exercise, {path: text}, tmp_path, monkeypatch)
     assert report.points == 0
     assert all(named in c.message for c in report.checks if c.max_points), report.checks
+
+
+def _persistent_call(a_column_major: bool, b_column_major: bool) -> str:
+    return (
+        "            _matmul_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,\n"
+        "                stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, False,\n"
+        f"                1 << 30, {a_column_major}, {b_column_major}, False, DOT_IN_FP32,\n"
+        "                False, False)\n"
+    )
+
+
+# the finished persistent kernel computes this program's tile (NUM_SMS: one tile each)
+_TILE_BY_THE_PERSISTENT_KERNEL = "".join(
+    f"    {'if' if a_rows else 'else'}{' stride_ak == 1' if a_rows else ''}:\n"
+    f"        if stride_bn == 1:\n{_persistent_call(not a_rows, False)}"
+    f"        else:\n{_persistent_call(not a_rows, True)}"
+    for a_rows in (True, False)
+)
+
+
+def _tile_by_the_persistent_kernel() -> str:
+    """An exercise file whose _matmul_tile TODO calls the finished persistent kernel, kept in
+    the file as the exercise shipped it before it imported the course's instead; its forward
+    sends every dtype to _matmul_kernel. Before, the 16-bit half of the checks passed."""
+    honest = next(s for s in corpus.KERNELS if s.name == "matmul_todo_path").source().decode()
+    stub = make_exercises.render()["exercises/kernels/matmul.py"].decode()
+    own_tile = dict(known_answers.functions(honest))["_matmul_tile"]
+    cheat = dict(known_answers.functions(stub))["_matmul_tile"]
+    cheat = cheat.replace("    pass\n", _TILE_BY_THE_PERSISTENT_KERNEL)
+    reference = (ROOT / "reference/kernels/matmul.py").read_text()
+    persistent = dict(known_answers.functions(reference))["_matmul_persistent"]
+    return honest.replace(own_tile, f"{cheat}\n\n{persistent}")
+
+
+def test_the_checker_gives_a_tile_done_by_the_shipped_persistent_kernel_nothing(
+    tmp_path, monkeypatch
+):
+    files = {"kernels/matmul.py": _tile_by_the_persistent_kernel()}
+    name, report, failed = _graded("matmul", files, tmp_path, monkeypatch)
+    assert report.points == 0
+    assert f"{name}/kernels/matmul.py: _matmul_persistent matches _matmul_persistent of " \
+           "reference/kernels/matmul.py" in failed  # fmt: skip
+
+
+def test_the_grader_finds_an_edited_copy_in_a_measured_file(tmp_path):
+    """``reference-copy``: a measured learner file holding an old snapshot's kernels, or
+    today's with a statement added, is named with the answer it matches; the learner's own
+    file and an exercise copy made before the persistent kernel was imported (which still
+    holds it, unlaunched) are not."""
+    from learning import manifest
+    from learning.grade.reports import Release
+
+    release = Release(root=ROOT, manifest=manifest.load())
+    snapshot = next(iter(_old_snapshots("reductions.py")))
+    edited = _solved_with_one_edit("exercises/kernels/softmax.py")
+    own = next(s for s in corpus.KERNELS if s.name == "softmax_online").source().decode()
+    holding = _tile_by_the_persistent_kernel().replace(
+        _TILE_BY_THE_PERSISTENT_KERNEL, "    pass\n"
+    )  # fmt: skip
+    found = {}
+    for name, text in [("snapshot", snapshot.read_text()), ("edited", edited), ("own", own),
+                       ("holding", holding)]:  # fmt: skip
+        (tmp_path / f"{name}.py").write_text(text)
+        found[name] = release.reference_copies(tmp_path / f"{name}.py", f"{name}.py", name)
+    assert any(f"results/snapshots/{snapshot.name}" in str(c) for c in found["snapshot"])
+    assert any("of reference/kernels/softmax.py" in str(c) for c in found["edited"])
+    assert found["own"] == [] and found["holding"] == []
