@@ -78,6 +78,12 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END, TODO = "### BEGIN SOLUTION", "### END SOLUTION", "### TODO:"
+# A course-code region: finished code of the course's that an exercise's file uses but must not
+# hold, since it would solve the exercise's own TODOs (the persistent GEMM kernel holds the
+# tile mapping, the K loop and the masked store _matmul_tile asks for). The copy imports the
+# names it defines from the reference module instead, so a kernel that calls them is the
+# course's, never the learner's (learning.check.replay.extract).
+GIVEN_BEGIN, GIVEN_END = "### BEGIN COURSE CODE", "### END COURSE CODE"
 TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "jit")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 LINE_LENGTH = 100  # pyproject's ruff line length: the copies stay lint-clean
@@ -144,6 +150,41 @@ def strip_solutions(source: str, *, path: str, exercise_path: str) -> str:
     return stripped
 
 
+def take_out_course_code(source: str, *, path: str) -> str:
+    """``source`` (the reference file at ``path``) with each course-code region replaced by
+    an import, from the reference module, of the names the region defines that the rest of the
+    file reads."""
+    lines = source.splitlines(keepends=True)
+    marks = [i for i, line in enumerate(lines) if line.strip() in (GIVEN_BEGIN, GIVEN_END)]
+    if not marks:
+        return source
+    pairs = list(zip(marks[::2], marks[1::2], strict=False))
+    if len(marks) % 2 or any(lines[b].strip() != GIVEN_BEGIN or lines[e].strip() != GIVEN_END
+                             for b, e in pairs):  # fmt: skip
+        raise MarkerError(f"{path}:{marks[0] + 1}: {GIVEN_BEGIN} and {GIVEN_END} do not pair up")
+    tree = ast.parse(source, filename=path)
+    module = PurePosixPath(path).with_suffix("").as_posix().replace("/", ".")
+    out, cursor = [], 0
+    for begin, end in pairs:
+        defined = [node.name for node in tree.body
+                   if isinstance(node, ast.FunctionDef | ast.ClassDef)
+                   and begin < node.lineno - 1 < end]  # fmt: skip
+        outside = "".join(lines[:begin] + lines[end + 1 :])
+        read = {n.id for n in ast.walk(ast.parse(outside)) if isinstance(n, ast.Name)}
+        names = [name for name in defined if name in read]
+        out.extend(lines[cursor:begin])
+        out.append("# The course's code, imported: not yours to write or to hand in\n")
+        out.append(f"from {module} import (  # noqa: E402\n")
+        out.extend(f"    {name},\n" for name in names)
+        out.append(")\n")
+        cursor = end + 1
+        while cursor < len(lines) and not lines[cursor].strip():
+            cursor += 1  # one blank line after an import, as ruff sorts imports
+        out.append("\n")
+    out.extend(lines[cursor:])
+    return "".join(out)
+
+
 def _raise_lines(indent: str, message: str) -> list[str]:
     """``raise NotImplementedError(message)``, wrapped to stay within LINE_LENGTH."""
     one_line = f"{indent}raise NotImplementedError({_literal(message)})\n"
@@ -183,6 +224,8 @@ def _regions(lines: list[str], path: str) -> Iterator[_Region]:
                 todos.append(inner.strip()[len(TODO) :].strip())
             yield _Region(begin, index, tuple(todos))
             begin = None
+        elif marker in (GIVEN_BEGIN, GIVEN_END):
+            continue  # take_out_course_code's, made before the solution regions are
         elif marker.startswith(("### BEGIN", "### END")):
             raise MarkerError(
                 f"{path}:{index + 1}: unrecognized marker {marker!r}; use {BEGIN!r} or {END!r}"
@@ -269,7 +312,8 @@ def plan(root: Path = ROOT) -> dict[str, Copy]:
         shown = f"reference/{relative.as_posix()}"
         if target == RECORD:
             raise MarkerError(f"{shown}: this name is the script's own record; rename the file")
-        stripped = strip_solutions(raw.decode("utf-8"), path=shown, exercise_path=target)
+        given = take_out_course_code(raw.decode("utf-8"), path=shown)
+        stripped = strip_solutions(given, path=shown, exercise_path=target)
         pointed = point_helper_imports(stripped, path=shown, helpers=helpers)
         copies[target] = Copy(target, shown, (header(shown) + pointed).encode("utf-8"), _sha(raw))
     return copies
@@ -287,7 +331,7 @@ def solved(path: str, root: Path = ROOT) -> bytes:
     relative = PurePosixPath(path).relative_to("exercises")
     source = f"reference/{relative.as_posix()}"
     helpers = _helper_modules(_reference_files(root))
-    text = (root / source).read_text(encoding="utf-8")
+    text = take_out_course_code((root / source).read_text(encoding="utf-8"), path=source)
     return (header(source) + point_helper_imports(text, path=source, helpers=helpers)).encode()
 
 

@@ -40,3 +40,21 @@ def own_solution(path: str, root: Path = ROOT) -> bytes:
     if stub.count(todo) != 1:
         raise AssertionError(f"{path}: the exercise's TODO changed; update tests/own_work.py")
     return stub.replace(todo, body).encode()
+
+
+def copier_package(tmp_path: Path, monkeypatch, files: dict[str, str]) -> str:
+    """A package of a learner's files (``{"kernels/add.py": text}``) under ``tmp_path``, put on
+    ``sys.path``; its name, fresh each time."""
+    import uuid
+
+    name = f"copier_{uuid.uuid4().hex[:10]}"
+    (tmp_path / name / "kernels").mkdir(parents=True)
+    (tmp_path / name / "__init__.py").write_text("import learning  # noqa: F401\n")
+    (tmp_path / name / "kernels" / "__init__.py").write_text("")
+    for path, text in files.items():
+        folder = (tmp_path / name / path).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").touch()
+        (tmp_path / name / path).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name

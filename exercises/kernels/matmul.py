@@ -269,188 +269,11 @@ def _sum_splits_kernel(
     tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-# --------------------------------------------------------------------------- the persistent kernel
-# The fast path for 16-bit operands (rows 16-byte aligned, by a copy where they are not).
-
-
-@triton.jit
-def _matmul_persistent(
-    a_ptr,  # *Pointer* to A, M x K: row-major (stride_ak == 1) or transposed (stride_am == 1)
-    b_ptr,  # *Pointer* to B, K x N: row-major (stride_bn == 1) or transposed (stride_bk == 1)
-    c_ptr,  # *Pointer* to C, M x N, contiguous, written
-    M, N, K,  # the product's sizes (as the calling kernel declares them)
-    stride_am, stride_ak, stride_bk, stride_bn,  # strides in elements; one of each pair is 1
-    BLOCK_M: tl.constexpr,  # rows of a C tile
-    BLOCK_N: tl.constexpr,  # columns of a C tile
-    BLOCK_K: tl.constexpr,  # reduction step
-    GROUP_M: tl.constexpr,  # tile rows per super-row of the grouped order
-    EPILOGUE_SUBTILE: tl.constexpr,  # store the tile in two halves (frees shared memory)
-    NUM_SMS: tl.constexpr,  # programs launched: tiles are dealt out with this stride
-    A_COLUMN_MAJOR: tl.constexpr,  # A's memory is K x M (stride_am == 1)
-    B_COLUMN_MAJOR: tl.constexpr,  # B's memory is N x K (stride_bk == 1)
-    C_DESCRIPTOR: tl.constexpr,  # C's rows are 16-byte aligned: store through a descriptor
-    DOT_IN_FP32: tl.constexpr,  # upcast tiles before tl.dot (interpreter, bf16 only)
-    WARP_SPECIALIZE: tl.constexpr,  # split the tile loop into loading and multiplying warps
-    FLATTEN: tl.constexpr,  # pipeline the tile and K loops as one loop
-):
-    # The same traffic as _matmul_tile; what changes is who moves it. A tensor descriptor hands
-    # each tile load to the TMA unit (one instruction, edges zero-filled, stores clipped: no
-    # masks), and one program an SM walks tiles (program id, + NUM_SMS, ...) so the loop over
-    # all of them is one software pipeline: the next tile's loads start while this tile's
-    # accumulator is rounded and stored.
-    if A_COLUMN_MAJOR:
-        a_desc = tl.make_tensor_descriptor(
-            a_ptr, shape=[K, M], strides=[stride_ak, 1], block_shape=[BLOCK_K, BLOCK_M]
-        )
-    else:
-        a_desc = tl.make_tensor_descriptor(
-            a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K]
-        )
-    if B_COLUMN_MAJOR:
-        b_desc = tl.make_tensor_descriptor(
-            b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K]
-        )
-    else:
-        b_desc = tl.make_tensor_descriptor(
-            b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N]
-        )
-    STORE_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
-    if C_DESCRIPTOR:
-        c_desc = tl.make_tensor_descriptor(
-            c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, STORE_N]
-        )
-
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    tiles_per_group = GROUP_M * tiles_n
-    k_steps = tl.cdiv(K, BLOCK_K)
-    for tile in tl.range(
-        tl.program_id(axis=0), tiles_m * tiles_n, NUM_SMS,
-        flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE,
-    ):  # fmt: skip
-        group = tile // tiles_per_group  # the grouped order of _matmul_tile
-        first_tile_m = group * GROUP_M
-        group_rows = min(tiles_m - first_tile_m, GROUP_M)
-        row = (first_tile_m + (tile % tiles_per_group) % group_rows) * BLOCK_M
-        col = ((tile % tiles_per_group) // group_rows) * BLOCK_N
-
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k_step in range(k_steps):
-            k = k_step * BLOCK_K
-            if A_COLUMN_MAJOR:
-                a = a_desc.load([k, row]).T  # a transposed view of shared memory: no copy
-            else:
-                a = a_desc.load([row, k])
-            if B_COLUMN_MAJOR:
-                b = b_desc.load([col, k]).T
-            else:
-                b = b_desc.load([k, col])
-            if DOT_IN_FP32:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc)
-
-        if not C_DESCRIPTOR:  # a width that is not a multiple of 8: a masked pointer store
-            rows = row + tl.arange(0, BLOCK_M)
-            cols = col + tl.arange(0, BLOCK_N)
-            c_tile = c_ptr + rows[:, None] * N + cols[None, :]
-            mask = (rows < M)[:, None] & (cols < N)[None, :]
-            tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=mask)
-        elif EPILOGUE_SUBTILE:
-            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([row, col], left.to(c_ptr.dtype.element_ty))
-            c_desc.store([row, col + STORE_N], right.to(c_ptr.dtype.element_ty))
-        else:
-            c_desc.store([row, col], acc.to(c_ptr.dtype.element_ty))
-
-
-def _persistent_configs(interpreter: bool) -> list[triton.Config]:
-    """Candidate tilings for the persistent kernel (16-bit operands only)."""
-    if interpreter:
-        tile = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, EPILOGUE_SUBTILE=True,
-                    WARP_SPECIALIZE=False, FLATTEN=True)  # fmt: skip
-        return [triton.Config(tile, num_warps=4, num_stages=1)]
-
-    def config(bm, bn, bk, warps, stages, subtile):
-        # GROUP_M 16: timed interleaved on the H200 (results/h200/gemm-grouping-interleaved.log),
-        # 8192^3 bf16 ran 681 TFLOP/s with 16, 680 with 8, 656 with 4 and 646 with 1. (A
-        # sequential run had 8 10% behind 16: its place in the order, not the grouping.)
-        tile = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=16, EPILOGUE_SUBTILE=subtile,
-                    WARP_SPECIALIZE=False, FLATTEN=True)  # fmt: skip
-        return triton.Config(tile, num_warps=warps, num_stages=stages)
-
-    # Shared memory per stage: (BM + BN) x BK x 2 bytes (48 KiB for 128 x 256 x 64), plus the
-    # epilogue's staging tile (BM x BN x 2, halved by subtiling); 227 KiB usable an SM.
-    # Pruned to the three tilings that won some case on the H200 (results/h200/tune-gemm.log):
-    # with eight candidates the autotuner's own short timing picked a 10% slower one at 8192^3.
-    return [
-        config(128, 256, 64, 8, 3, True),
-        config(128, 256, 64, 8, 3, False),
-        config(128, 128, 64, 8, 4, True),
-    ]
-
-
-@triton.autotune(
-    key=["N", "K", "A_COLUMN_MAJOR", "B_COLUMN_MAJOR"],
-    configs=_persistent_configs(interpreting()),
-    do_bench=_warm_benchmark,
+# The course's code, imported: not yours to write or to hand in
+from reference.kernels.matmul import (  # noqa: E402
+    _matmul_persistent_kernel,
+    _matmul_persistent_rows_kernel,
 )
-@triton.jit(do_not_specialize=["M"])
-def _matmul_persistent_kernel(
-    a_ptr,  # *Pointer* to A (M x K)
-    b_ptr,  # *Pointer* to B (K x N)
-    c_ptr,  # *Pointer* to C (M x N, contiguous), written
-    M,  # runtime: rows of C (the token count; never specialized)
-    N: tl.constexpr,  # columns of C: a layer width
-    K: tl.constexpr,  # the reduction length: a layer width
-    stride_am, stride_ak, stride_bk, stride_bn,  # strides in elements
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # from the config
-    GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # from the config
-    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,  # from the config
-    NUM_SMS: tl.constexpr,  # from the launcher: the device's SM count
-    A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,  # from the operands' strides
-    C_DESCRIPTOR: tl.constexpr,  # from the launcher: N * element size % 16 == 0
-    DOT_IN_FP32: tl.constexpr,  # from the launcher
-):
-    # C = A @ B and dA = dC @ B^T for 16-bit operands with aligned rows: _matmul_kernel's traffic
-    _matmul_persistent(
-        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, NUM_SMS,
-        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32, WARP_SPECIALIZE, FLATTEN,
-    )  # fmt: skip
-
-
-@triton.autotune(
-    key=["M", "N", "A_COLUMN_MAJOR", "B_COLUMN_MAJOR"],
-    configs=_persistent_configs(interpreting()),
-    do_bench=_warm_benchmark,
-)
-@triton.jit(do_not_specialize=["K"])
-def _matmul_persistent_rows_kernel(
-    a_ptr,  # *Pointer* to A (M x K); for dB the forward's A read transposed
-    b_ptr,  # *Pointer* to B (K x N); for dB this is dC
-    c_ptr,  # *Pointer* to C (M x N, contiguous), written
-    M: tl.constexpr,  # rows of C: a layer width
-    N: tl.constexpr,  # columns of C: a layer width
-    K,  # runtime: the reduction length, the forward's token count (never specialized)
-    stride_am, stride_ak, stride_bk, stride_bn,  # strides in elements
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # from the config
-    GROUP_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,  # from the config
-    WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,  # from the config
-    NUM_SMS: tl.constexpr,  # from the launcher: the device's SM count
-    A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,  # from the operands' strides
-    C_DESCRIPTOR: tl.constexpr,  # from the launcher: N * element size % 16 == 0
-    DOT_IN_FP32: tl.constexpr,  # from the launcher
-):
-    # dB = A^T @ dC for 16-bit operands when the weight has enough tiles to fill the GPU
-    # without splitting the reduction (_split_k returns None): the forward's traffic
-    _matmul_persistent(
-        a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPILOGUE_SUBTILE, NUM_SMS,
-        A_COLUMN_MAJOR, B_COLUMN_MAJOR, C_DESCRIPTOR, DOT_IN_FP32, WARP_SPECIALIZE, FLATTEN,
-    )  # fmt: skip
-
 
 # --------------------------------------------------------------------------- launchers
 
@@ -607,11 +430,12 @@ def _launch_persistent(a: torch.Tensor, b: torch.Tensor, kernel=None) -> torch.T
 def matmul_fwd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """C = A @ B with N and K compiled in and M at run time."""
     _check_pair(a, b, "matmul")
-    # TODO: launch _matmul_kernel through _launch; then, once it passes, send 16-bit products
-    # TODO: to _launch_persistent and measure the difference
+    # TODO: launch _matmul_kernel through _launch for every dtype (the reference sends 16-bit
+    # TODO: products on to _launch_persistent, the course's kernel: compare, do not hand in)
     raise NotImplementedError(
-        "exercises/kernels/matmul.py:matmul_fwd: launch _matmul_kernel through _launch; then, once "
-        "it passes, send 16-bit products to _launch_persistent and measure the difference"
+        "exercises/kernels/matmul.py:matmul_fwd: launch _matmul_kernel through _launch for every "
+        "dtype (the reference sends 16-bit products on to _launch_persistent, the course's kernel: "
+        "compare, do not hand in)"
     )
 
 
@@ -629,15 +453,14 @@ def matmul_bwd(
     grad_a = grad_b = None
     # TODO: dA = dC @ B^T through _matmul_kernel (N and K of that product are layer widths);
     # TODO: dB = A^T @ dC through _matmul_rows_kernel (its reduction runs over M); use .T views
-    # TODO: and _split_k for the number of reduction slices. Then, once it passes, send 16-bit
-    # TODO: dA to _launch_persistent, and 16-bit dB that _split_k does not split to it with
-    # TODO: _matmul_persistent_rows_kernel, and measure the difference
+    # TODO: and _split_k for the number of reduction slices (the reference sends 16-bit
+    # TODO: products on to _launch_persistent, the course's kernel: compare, do not hand in)
     raise NotImplementedError(
         "exercises/kernels/matmul.py:matmul_bwd: dA = dC @ B^T through _matmul_kernel (N and K of "
         "that product are layer widths); dB = A^T @ dC through _matmul_rows_kernel (its reduction "
-        "runs over M); use .T views and _split_k for the number of reduction slices. Then, once it "
-        "passes, send 16-bit dA to _launch_persistent, and 16-bit dB that _split_k does not split "
-        "to it with _matmul_persistent_rows_kernel, and measure the difference"
+        "runs over M); use .T views and _split_k for the number of reduction slices (the reference "
+        "sends 16-bit products on to _launch_persistent, the course's kernel: compare, do not hand "
+        "in)"
     )
     return grad_a, grad_b
 

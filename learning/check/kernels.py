@@ -72,7 +72,15 @@ from pathlib import Path
 import torch
 
 from learning import correctness, ops, runtime
-from learning.check import kernel_hints, op_data, originality, picture, protocol, traffic
+from learning.check import (
+    kernel_hints,
+    known_answers,
+    op_data,
+    originality,
+    picture,
+    protocol,
+    traffic,
+)
 from learning.check.kernel_guards import guard_elements, unwritten_mask
 from learning.check.model import CheckResult
 from learning.check.remote import (
@@ -1266,14 +1274,20 @@ class _Exercise:
                     f"{_COPIED}")  # fmt: skip
         return None
 
-    def _copied(self) -> list[originality.Copy]:
+    def _copied(self) -> list[originality.Copy | known_answers.Match]:
         """The launched kernels (and the jit functions they call) that are reference solution
-        kernels, copied (learning.check.originality); none for the reference itself."""
+        kernels, copied (learning.check.originality), or that hold most of a known answer of
+        any version (learning.check.known_answers); none for the reference itself."""
         if self.impl == COURSE_PACKAGE or self.session.copies_allowed:
             return []
         sources = {f"{self.impl}/{path}": text for path, text in self.sources.items()}
         launched = [f"{self.impl}/{name}" for name in self.launched]
-        return originality.copies(sources, originality.solutions(), only=launched)
+        exact = originality.copies(sources, originality.solutions(), only=launched)
+        found = {(copy.path, copy.name) for copy in exact}
+        reached = originality.reached(sources, launched)
+        near = [match for match in known_answers.matches(sources, only=reached)
+                if (match.path, match.name) not in found]  # fmt: skip
+        return [*exact, *near]
 
     def _checks(self, op: _Op) -> list[_Checked]:
         checks = []

@@ -287,6 +287,14 @@ def _reached(trees: Mapping[str, ast.Module], start: Iterable[str]) -> set[tuple
     return seen
 
 
+def reached(sources: Mapping[str, str], start: Iterable[str]) -> set[tuple[str, str]]:
+    """``start``'s functions (``"<path>::<name>"``) of ``sources`` (path -> text) and every
+    function they name, again and again, as ``(path, name)``."""
+    trees = {path: tree for path, source in sources.items()
+             if (tree := _parse(source)) is not None}  # fmt: skip
+    return _reached(trees, start)
+
+
 def copies(sources: Mapping[str, str], known: Mapping[str, Solution],
            only: Iterable[str] | None = None) -> list[Copy]:  # fmt: skip
     """The functions of ``sources`` (path -> text) that are copies of ``known`` solutions.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 import time
 import traceback
 from collections.abc import Sequence
@@ -32,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from learning import manifest as manifest_module
-from learning.check import forkserver, integrity, pace
+from learning.check import forkserver, integrity, known_answers, pace
 from learning.check.journal import JournalStatus, journal_status
 from learning.check.model import CheckResult
-from learning.check.remote import ProcessDied, Session, TimeUp, log_lines
+from learning.check.remote import REPO, ProcessDied, Session, TimeUp, log_lines, python_path
 from learning.check.seeds import run_seed
 from learning.check.worker import one_thread_while
 
@@ -167,8 +168,12 @@ def _run_checks(
     integrity.become_subreaper()
     own_children = set(integrity.children())
     on_disk = integrity.snapshot(exclude=_learner_folders(impl, extra_path))
+    # read before any learner code runs; the kernel checks read and judge their own files
+    copied = {} if reference_copies or getattr(module, "RECORDS_KERNELS", False) else (
+        known_answers.copied_functions(_learner_files(exercise, impl, extra_path)))  # fmt: skip
     try:
         results, error = _grade(module, exercise, impl, session)
+        results = _without_copies(results, copied)
     finally:
         session.close()
         # the process servers the checker started meanwhile are its own (forkserver)
@@ -185,6 +190,52 @@ def _run_checks(
             CheckResult("check process", False, exercise.points, reason)
         ], None
     return results, error
+
+
+def _learner_files(exercise: manifest_module.Exercise, impl: str,
+                   extra_path: Sequence[Path | str]) -> dict[str, str]:  # fmt: skip
+    """The text of each file the exercise edits, in the package ``impl`` as the worker finds
+    it (its sys.path: the course first, then PYTHONPATH), by looking at folders; none for the
+    reference itself."""
+    if impl == "reference":
+        return {}
+    for entry in [REPO, *map(Path, python_path(extra_path))]:
+        if (entry / impl / "__init__.py").is_file():
+            break
+    else:
+        return {}
+    found = {}
+    for path in exercise.editable:
+        relative = path.partition("/")[2]  # exercises/measurement.py -> measurement.py
+        try:
+            found[f"{impl}/{relative}"] = (entry / impl / relative).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # a file that is not there is graded as missing by the checks
+    return found
+
+
+def _without_copies(results: list[CheckResult], copied: dict[str, str]) -> list[CheckResult]:
+    """``results`` with every check of a copied function failed, giving the reason: a check
+    names the functions it grades; ``"*"`` (everything imported) fails every check."""
+    if not copied:
+        return results
+    kept = []
+    for result in results:
+        named = [name for name in re.findall(r"\w+", result.name) if name in copied]
+        if result.max_points and (named or "*" in copied):
+            reason = copied[named[0] if named else "*"]
+            kept.append(CheckResult(result.name, False, result.max_points,
+                                    f"not graded: {reason}.\n{COPIED}"))  # fmt: skip
+        else:
+            kept.append(result)
+    return kept
+
+
+COPIED = (
+    "reference/ holds the course's answers, to compare with once yours passes, not to hand in: "
+    "write the function yourself (the TODOs in your file say what it must do). If you did "
+    "write it yourself, show it to your instructor"
+)
 
 
 def _learner_folders(impl: str, extra_path: Sequence[Path | str]) -> list[Path]:

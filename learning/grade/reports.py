@@ -19,8 +19,9 @@ is not read further):
      other release files a run loaded (the command line, the table printer, the report
      package) are provenance, so fixing a message there mid-term untrusts no report;
    * a measured learner file that is another learner's submitted file is copying, and one
-     that holds a reference solution kernel, copied, measured the course's kernel
-     (:mod:`learning.check.originality`);
+     that holds a reference solution kernel, copied, or most of a known answer of any version,
+     measured the course's kernel (:mod:`learning.check.originality`,
+     :mod:`learning.check.known_answers`);
 
    * the fingerprint must be complete: every engine file a run always loads (the top-level
      import closure of the release's ``learning.bench``, and the schema), the reference
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from learning import ops
-from learning.check import originality
+from learning.check import known_answers, originality
 from learning.grade.evidence import evidence_findings
 from learning.grade.findings import Finding
 from learning.grade.hashing import HashCache
@@ -94,9 +95,14 @@ class Release:
             self._closures[key] = frozenset(found)
         return self._closures[key]
 
-    def reference_copies(self, file: Path, path: str, digest: str) -> list[originality.Copy]:
+    def reference_copies(
+        self, file: Path, path: str, digest: str
+    ) -> list[originality.Copy | known_answers.Match]:
         """The functions of a submitted learner file (``path``, with sha256 ``digest``) that
-        are this release's solution kernels, copied (:mod:`learning.check.originality`)."""
+        are this release's solution kernels, copied (:mod:`learning.check.originality`), or
+        that hold most of a known answer of any version (:mod:`learning.check.known_answers`;
+        not the finished course code an exercise copy made before it was imported still
+        holds: this flags a file, not a launch)."""
         if not path.endswith(".py"):
             return []
         key = ("copies", path, digest)
@@ -107,7 +113,14 @@ class Release:
                 source = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 source = ""
-            self._closures[key] = originality.copies({path: source}, self._closures["solutions"])
+            exact = originality.copies({path: source}, self._closures["solutions"])
+            found = {(copy.path, copy.name) for copy in exact}
+            corpus = Path(self.root) / known_answers.CORPUS.relative_to(known_answers.ROOT)
+            release = known_answers.answers(corpus if corpus.is_file() else known_answers.CORPUS)
+            answers = [answer for answer in release if not answer.given]
+            near = [match for match in known_answers.matches({path: source}, answers)
+                    if (match.path, match.name) not in found]  # fmt: skip
+            self._closures[key] = [*exact, *near]
         return self._closures[key]
 
     def binding_files(self, report: dict) -> frozenset[str]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import ast
 import re
-import uuid
 from pathlib import Path
 
 import pytest
-from own_work import ADD, make_exercises, own_solution
+from own_work import ADD, copier_package, make_exercises, own_solution
 
 from learning.check import originality
 from learning.check.runner import check_exercise
@@ -173,24 +172,13 @@ def test_a_source_that_does_not_parse_is_no_copy_and_no_crash():
     assert originality.copies({"k.py": "def broken(:\n", "j.py": "x" * 3_000_000}, SOLUTIONS) == []
 
 
-def _package(tmp_path: Path, monkeypatch, files: dict[str, str]) -> str:
-    name = f"copier_{uuid.uuid4().hex[:10]}"
-    (tmp_path / name / "kernels").mkdir(parents=True)
-    (tmp_path / name / "__init__.py").write_text("import learning  # noqa: F401\n")
-    (tmp_path / name / "kernels" / "__init__.py").write_text("")
-    for path, text in files.items():
-        (tmp_path / name / path).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
-
-
 def test_the_checker_gives_a_copied_add_kernel_nothing(tmp_path, monkeypatch):
     """``cp reference/kernels/add.py exercises/kernels/add.py``, the helper import made
     absolute: every check would pass, and the exercise earns nothing, saying what was copied.
     The same package with the copy let through (the course's own tests) earns every point,
     so nothing else failed it."""
     copied = make_exercises.solved(ADD).decode()
-    name = _package(tmp_path, monkeypatch, {"kernels/add.py": copied})
+    name = copier_package(tmp_path, monkeypatch, {"kernels/add.py": copied})
     report = check_exercise("add", name, extra_path=[tmp_path])
     assert report.points == 0
     failed = "\n".join(c.message for c in report.checks if not c.passed)
@@ -209,7 +197,7 @@ def test_the_copy_check_reads_the_files_before_the_learners_code_runs(tmp_path, 
     copied = make_exercises.solved(ADD).decode()
     own = own_solution(ADD).decode()
     cover = f"\nfrom pathlib import Path as _Path\n_Path(__file__).write_text({own!r})\n"
-    name = _package(tmp_path, monkeypatch, {"kernels/add.py": copied + cover})
+    name = copier_package(tmp_path, monkeypatch, {"kernels/add.py": copied + cover})
     report = check_exercise("add", name, extra_path=[tmp_path])
     assert (tmp_path / name / "kernels" / "add.py").read_text() == own  # it did rewrite it
     assert report.points == 0

@@ -11,10 +11,10 @@ one ``make course`` makes. The learner's blocks run as a learner runs them, with
 active: that ``.venv``'s ``bin/`` is taken off ``PATH``, so they work only by naming
 ``.venv/bin/``. Between the learner's clone and their benchmark, the test does the learner's
 work: an add kernel of her own (``tests/own_work.py``; a copy of the reference's would earn
-nothing) and the measurement answers, solved (the exercise with its solutions left in), go
-into the clone.
-When the notebooks are collected, alice hands back her assignment folder with the measurement
-answers solved and bob his as released: nbgrader must give her notebook full marks and his zero.
+nothing) and measurement answers of her own (``tests/honest/``'s; the reference's, copied,
+would earn nothing too) go into the clone.
+When the notebooks are collected, alice hands back her assignment folder with her measurement
+answers and bob his as released: nbgrader must give her notebook full marks and his zero.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from own_work import ADD, own_solution
 
 from learning import manifest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import make_exercises  # noqa: E402  (the solved exercise: the copy with its solutions left in)
-from own_work import ADD, own_solution  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "honest"))
+from corpus import PYTHON  # noqa: E402  (learners' own answers, which keep their full marks)
+
+OWN_MEASUREMENT = next(s for s in PYTHON if s.path == "exercises/measurement.py")
 
 pytest.importorskip("nbgrader")
 pytestmark = pytest.mark.slow
@@ -137,18 +139,18 @@ def test_every_command_of_the_guide_runs(tmp_path):
             text = re.sub(rf"\b{name}\b", value, text)
         learners = "git clone" in text or text.startswith("cd kernel-workshop")
         if "kernel-bench" in text:  # the learner's work, done before they time it
-            # her own add kernel (a copy of the reference's would earn nothing), and the
-            # measurement answers as the reference has them (no kernel there to copy)
+            # her own add kernel and measurement answers (copies of the reference's would earn
+            # nothing)
             (clone / ADD).write_bytes(own_solution(ADD, course))
-            solved = make_exercises.solved("exercises/measurement.py", course)
-            (clone / "exercises" / "measurement.py").write_bytes(solved)
+            own = OWN_MEASUREMENT.source(course)
+            (clone / "exercises" / "measurement.py").write_bytes(own)
             if not (clone / ".venv").exists():  # the environment `make course` would have made
                 (clone / ".venv").symlink_to(venv, target_is_directory=True)
         if "ALICE_ASSIGNMENT" in block:  # the notebooks handed back: alice's solved, bob's not
             released = course / "course" / "release" / ASSIGNMENT
             shutil.copytree(released, alice_assignment)
-            solved = make_exercises.solved("exercises/measurement.py", course)
-            (alice_assignment / "exercises" / "measurement.py").write_bytes(solved)
+            own = OWN_MEASUREMENT.source(course)
+            (alice_assignment / "exercises" / "measurement.py").write_bytes(own)
             shutil.copytree(released, course / "course" / "submitted" / "bob" / ASSIGNMENT)
         root = clone if clone.is_dir() else course
         shell = as_learner if learners else base

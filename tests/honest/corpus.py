@@ -4,8 +4,8 @@ Every file under ``solutions/`` is a solution a learner could hand in, written t
 learners write them: whole rows and chunks, one pass and two, tiles of several rows, block
 sizes of 64 to 512, float32 accumulation with a cast at the end, wrappers that make their
 inputs contiguous, autograd Functions with Triton backwards, the matmul exercise's own TODO
-path, and pure-Python answers to the foundations and measurement exercises written unlike
-the reference's. None copies a reference kernel. A solution is either a whole learner file
+path, and pure-Python answers to the foundations, measurement and harness exercises written
+unlike the reference's. None copies a known answer. A solution is either a whole learner file
 (``whole``) or the functions a learner wrote into the exercise as ``scripts/make_exercises.py``
 makes it (``into_exercise``: each function of the file replaces the exercise's function of
 that name, and imports the exercise lacks are added).
@@ -145,4 +145,5 @@ PYTHON = (
              into_exercise=True),
     Solution("measurement_by_hand", "exercises/measurement.py", ("measurement",),
              into_exercise=True),
+    Solution("harness_from_the_todos", "exercises/harness.py", ("harness",), into_exercise=True),
 )

@@ -64,7 +64,8 @@ def test_an_honest_python_solution_earns_full_marks(solution, release, tmp_path)
 def test_the_corpus_covers_every_kernel_exercise_and_its_patterns():
     """At least twenty kernels across every kernel exercise, ten pure-Python solutions, and
     the three patterns that once lost their marks: a .contiguous() prologue, a cast of the
-    kernel's own float32 output, and the matmul TODO's path to the persistent kernel."""
+    kernel's own float32 output, and the matmul TODO's path: every dtype through the learner's
+    own _matmul_kernel (the persistent kernel is the course's, imported)."""
     from learning import ops
 
     assert len(KERNELS) >= 20 and len(PYTHON) >= 10
@@ -72,5 +73,6 @@ def test_the_corpus_covers_every_kernel_exercise_and_its_patterns():
     sources = {s.name: s.source().decode() for s in KERNELS}
     assert any("x = x.contiguous()" in text for text in sources.values())
     assert any("y32.to(x.dtype)" in text for text in sources.values())
-    assert "return _launch_persistent(a, b)" in sources["matmul_todo_path"]
+    assert "return _launch(_matmul_kernel, a, b)" in sources["matmul_todo_path"]
+    assert "_launch_persistent(" not in sources["matmul_todo_path"].partition("def matmul_fwd")[2]
     assert len({s.name for s in (*KERNELS, *PYTHON)}) == len(KERNELS) + len(PYTHON)

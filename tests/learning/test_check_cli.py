@@ -179,7 +179,7 @@ def test_a_failure_names_its_seed_and_the_seed_replays_it(mistakes, monkeypatch)
     assert note.startswith("(seed ") and "LEARNING_CHECK_SEED=" in note
     seed = note.split()[1].rstrip(":")
     monkeypatch.setenv("LEARNING_CHECK_SEED", seed)
-    again = check_exercise("measurement", package, extra_path=[root])
+    again = check_exercise("measurement", package, extra_path=[root], reference_copies=True)
     replayed = {c.name: c.message for c in again.checks if not c.passed}
     assert replayed["logical_gbps"] == failed["logical_gbps"]
     assert replayed["speedup"] == failed["speedup"]
@@ -222,7 +222,9 @@ def mistakes(tmp_path_factory) -> tuple[Path, str, ExerciseReport]:
     MISTAKES, graded once for the tests that read it."""
     root = tmp_path_factory.mktemp("mistakes")
     package = write_package(root, "mistaken", MISTAKES)
-    return root, package, check_exercise("measurement", package, extra_path=[root])
+    # the mistakes are the test; the reference's functions (imported) stand for the rest
+    return root, package, check_exercise("measurement", package, extra_path=[root],
+                                         reference_copies=True)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -303,7 +305,7 @@ MORE_MISTAKES = """
 def more_mistakes_report(tmp_path_factory) -> ExerciseReport:
     root = tmp_path_factory.mktemp("more_mistakes")
     package = write_package(root, "mistaken_more", MORE_MISTAKES)
-    return check_exercise("measurement", package, extra_path=[root])
+    return check_exercise("measurement", package, extra_path=[root], reference_copies=True)
 
 
 @pytest.mark.parametrize(

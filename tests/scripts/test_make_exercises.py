@@ -443,6 +443,36 @@ def test_a_copy_imports_the_helpers_from_the_reference():
            in made["exercises/kernels/rmsnorm.py"]
 
 
+def test_the_matmul_copy_imports_the_persistent_kernel_instead_of_holding_it():
+    """The finished persistent kernel holds the tile mapping, the K loop, the precision branch
+    and the masked store that _matmul_tile's TODO asks for: the copy (and the solved file the
+    tests grade) imports the course's kernels from the reference, and defines none of the
+    course-code region's functions, so a kernel of the learner's that calls one is the course's
+    (learning.check.replay.extract)."""
+    reference = (ROOT / "reference/kernels/matmul.py").read_text()
+    region = reference[reference.index(make_exercises.GIVEN_BEGIN) :
+                       reference.index(make_exercises.GIVEN_END)]  # fmt: skip
+    given = {node.name for node in ast.parse(region.partition("\n")[2]).body
+             if isinstance(node, ast.FunctionDef)}  # fmt: skip
+    assert {"_matmul_persistent", "_matmul_persistent_kernel"} <= given
+    for text in (make_exercises.render()["exercises/kernels/matmul.py"].decode(),
+                 make_exercises.solved("exercises/kernels/matmul.py").decode()):  # fmt: skip
+        defined = {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)}
+        assert not defined & given, defined & given
+        assert ("from reference.kernels.matmul import (  # noqa: E402\n"
+                "    _matmul_persistent_kernel,\n    _matmul_persistent_rows_kernel,\n)\n") in text
+        assert make_exercises.GIVEN_BEGIN not in text
+
+
+def test_course_code_markers_that_do_not_pair_up_are_an_error():
+    source = f"x = 1\n{make_exercises.GIVEN_BEGIN}\ndef f():\n    return 1\n"
+    with pytest.raises(make_exercises.MarkerError, match="do not pair up"):
+        make_exercises.take_out_course_code(source, path="reference/demo.py")
+    closed = source + f"{make_exercises.GIVEN_END}\n\n\nprint(f())\n"
+    made = make_exercises.take_out_course_code(closed, path="reference/demo.py")
+    assert "def f" not in made and "from reference.demo import (  # noqa: E402\n    f,\n)\n" in made
+
+
 def test_relative_imports_of_helpers_are_pointed_at_the_reference(tmp_path: Path):
     """In a course of one exercise and one helper: are the helper's imports rewritten (a module,
     a name of the package, after a block of the course's own imports), and the others kept?"""

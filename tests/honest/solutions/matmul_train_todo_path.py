@@ -1,10 +1,10 @@
 """What a learner wrote into exercises/kernels/matmul.py for the training exercise, as its TODOs
-say: the tile, the forward, and a backward whose dA goes through _matmul_kernel (16-bit:
-_launch_persistent) and whose dB goes through _matmul_rows_kernel in _split_k's slices
-(16-bit and unsplit: the persistent rows kernel).
+say: the tile, the forward, and a backward whose dA goes through _matmul_kernel and whose dB
+goes through _matmul_rows_kernel in _split_k's slices, whatever the dtype (the persistent
+kernels are the course's).
 
 Only these functions are the learner's; the rest of the file is the exercise as given
-(``_launch``, ``_launch_persistent`` and its ``_with_aligned_rows`` copy among it).
+(``_launch`` among it).
 """
 # ruff: noqa: F821  (the exercise's own names)
 
@@ -45,11 +45,9 @@ def _matmul_tile(
 
 
 def matmul_fwd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """C = A @ B: float32 through _matmul_kernel, 16-bit through the persistent kernel."""
+    """C = A @ B through _matmul_kernel, whatever the dtype."""
     _check_pair(a, b, "matmul")
-    if a.dtype == torch.float32:
-        return _launch(_matmul_kernel, a, b)
-    return _launch_persistent(a, b)
+    return _launch(_matmul_kernel, a, b)
 
 
 def matmul_bwd(
@@ -58,17 +56,10 @@ def matmul_bwd(
     """dA = dC @ B^T and dB = A^T @ dC, each transpose a view."""
     _check_pair(a, b, "matmul backward")
     _check_operand(grad_c, "grad_c", "matmul backward")
-    half_precision = a.dtype != torch.float32
     grad_a = grad_b = None
     if need_a:
-        if half_precision:
-            grad_a = _launch_persistent(grad_c, b.T)
-        else:
-            grad_a = _launch(_matmul_kernel, grad_c, b.T)
+        grad_a = _launch(_matmul_kernel, grad_c, b.T)
     if need_b:
         slices = _split_k(a.shape[1], b.shape[1], a.shape[0], a.device)
-        if half_precision and slices is None:
-            grad_b = _launch_persistent(a.T, grad_c, _matmul_persistent_rows_kernel)
-        else:
-            grad_b = _launch(_matmul_rows_kernel, a.T, grad_c, slices)
+        grad_b = _launch(_matmul_rows_kernel, a.T, grad_c, slices)
     return grad_a, grad_b
