@@ -688,7 +688,7 @@ class _Exercise:
         self.order = _schedule([c for op in self.ops for case in op.cases for c in case.calls], rng)
         self.limits = _CALL_LIMIT_S.get(self.device, _CALL_LIMIT_S["cuda"])
         self._ids = 0
-        self.launched: set[str] = set()  # the kernels the calls' traces launched (hints)
+        self.launched: set[str] = set()  # the kernels the calls' traces launched (copies)
         self.stopped = False  # a result did not come from the learner's kernels: no more calls
         self._service = None  # the replay service while the exercise runs
         self._settled: set[int] = set()
@@ -822,6 +822,7 @@ class _Exercise:
         trace, described = reply.get("trace"), reply.get("described")
         replayable = type(trace) is dict and bool(trace.get("launches"))
         trace = fresh_outputs(trace, described)
+        self.launched.update(_launched(trace))  # right or wrong: a copied kernel is named
         if not all(v.passed for v in verdicts):
             case.fail(self._wrong(call, op, values, outputs, expected, verdicts, reply, observed,
                                   context))  # fmt: skip
@@ -841,7 +842,6 @@ class _Exercise:
                      "programs writing the same element, a missing initialisation)",
                      case)  # fmt: skip
         case.worst = max(case.worst, *(v.tolerance_used or 0.0 for v in verdicts))
-        self.launched.update(_launched(trace))
         if type(trace) is dict and trace.get("launches") == []:
             op.fault("own", f"{context}\n{_NO_KERNEL}")
             return
