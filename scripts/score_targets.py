@@ -52,9 +52,10 @@ beside the paired ratio.
 
 Each every-case target has a second line judged by the verdicts the reports record
 (``learning.report.stats.paired_verdict``): the reference against the faster baseline, paired
-by round, with a 95% bootstrap interval held against the report's margin (±2%), and rounds
-that ran throttled left out. It is met when no case is ``slower``; ``same`` and ``faster``
-cases count as meeting it, and ``ambiguous`` ones are counted apart: the sweep could not tell.
+by round, with a 95% interval over the run's visits held against the report's margin (±2%),
+and rounds that ran throttled left out. It is met when no case is ``slower``; ``same`` and
+``faster`` cases count as meeting it, and ``ambiguous`` ones are counted apart: the sweep could
+not tell.
 The GEMM and training lines show the verdict beside the ratio.
 """
 

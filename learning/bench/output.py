@@ -47,8 +47,9 @@ class Progress:
 RATIO_COLUMNS_NOTE = (
     "vs eager: eager's median over the variant's (above 1: faster); paired: the same ratio "
     "round by round, then the median (drift between rounds cancels); slower: rounds the "
-    "variant lost to eager, of those not tied; interval: the paired ratio's 95% bootstrap "
-    "interval; verdict: against eager by the margin (same: the whole interval within it)."
+    "variant lost to eager, of those not tied; interval: the paired ratio's 95% interval "
+    "over the run's visits; verdict: against eager by the margin (same: the whole interval "
+    "within it)."
 )
 
 

@@ -10,7 +10,7 @@ subtracted first.
 
 Newer reports carry more, each also re-derived by the validator: per case, the GPU's state in
 each round (``telemetry``: one row per round, and which rounds ran throttled, by the rule of
-``learning.report.telemetry``); per kernel or baseline variant, a bootstrap interval and a
+``learning.report.telemetry``); per kernel or baseline variant, an interval over the visits and a
 verdict against eager (inside ``paired_vs_eager``) and, for the kernels, against every other
 timed variant (``paired_vs``), each computed from the rounds that did not run throttled; with
 ``--max-noise``, per case whether its samples converged (``sampling``).

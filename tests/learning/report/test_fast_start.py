@@ -40,8 +40,8 @@ def _imported_by_validating(*paths: str) -> str:
 
 def test_validating_a_report_imports_nothing_slow():
     """`python -m learning.report validate` on a script record and on a report made before
-    verdicts were recorded: nothing slow. A report that records verdicts needs numpy for the
-    bootstrap intervals it re-derives, and nothing else."""
+    verdicts were recorded: nothing slow. A report that records verdicts needs numpy (and
+    scipy's t quantile) for the intervals it re-derives, and nothing else slow."""
     assert _imported_by_validating("results/h200/clock-probe.json",
                                    "results/h200/all-burst-off.json") == "[]"  # fmt: skip
     assert "margin" in json.loads((REPO_ROOT / "results/h200/all.json").read_text())["settings"]
