@@ -80,9 +80,10 @@ def install() -> None:
     names = ("cast_impl", "create_fp_to_fp", "set_grid_dim", "set_grid_idx", "create_dot",
              *_BF16_ARITHMETIC, *_BF16_COMPARISONS)  # fmt: skip
     _installed.extend((builder, name, vars(builder)[name]) for name in names)
-    _installed.extend((interpreter.ReduceOps, name, vars(interpreter.ReduceOps)[name])
-                      for name in ("sum", "min_max"))  # fmt: skip
-    _installed.append((interpreter.ScanOps, "cumsum", vars(interpreter.ScanOps)["cumsum"]))
+    reduce_ops, scan_ops = interpreter.ReduceOps, interpreter.ScanOps
+    _installed.extend((owner, method.__name__, method) for owner, method in (
+        (reduce_ops, reduce_ops.sum), (reduce_ops, reduce_ops.min_max),
+        (scan_ops, scan_ops.cumsum)))  # fmt: skip
     _install_conversions(interpreter)
     _install_order(interpreter, _order_seed())
     _install_dot(interpreter)

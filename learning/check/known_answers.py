@@ -18,8 +18,9 @@ module finds those, the way MOSS does: winnowed fingerprints.
   answer (the exercises as made, each version's own stub, the helpers in ``reference/``): what
   is left is what the learner was asked to write. A function that leaves fewer than
   ``SMALLEST`` fingerprints is too small to judge alone (two people write ``x - x.max()``
-  alike), so those of one file version are one answer together, compared with the learner's
-  whole file: a module copied whole is found, one small function written alike is not.
+  alike), so those of one file version are one answer together, compared with all the
+  functions of the learner's file together: a module copied whole is found, one small
+  function written alike is not.
 * A learner's function (or file) **matches** an answer when it holds at least ``THRESHOLD``
   of that answer's fingerprints. Reordered statements, an edit or two and renamed names leave most
   fingerprints in place; an honest solution shares the language's idioms and little else
@@ -35,7 +36,9 @@ from __future__ import annotations
 
 import ast
 import base64
+import io
 import json
+import tokenize
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -89,8 +92,11 @@ class Match:
                 "aside)")  # fmt: skip
 
 
+@lru_cache(maxsize=8192)
 def fingerprints(text: str) -> frozenset[int]:
-    """The winnowed fingerprints of Python ``text`` (see the module docstring)."""
+    """The winnowed fingerprints of Python ``text`` (see the module docstring). Kept for each
+    text seen: a class's files share every function the exercise gave and the learner did not
+    change, so grading a class lexes each of those once."""
     filtered, _ = filter_code(text, "answer.py", "python")
     if len(filtered) < NOISE:
         return frozenset()
@@ -98,6 +104,19 @@ def fingerprints(text: str) -> frozenset[int]:
                        for i in range(len(filtered) - NOISE + 1)], dtype=np.int64)  # fmt: skip
     selected, _ = winnow(hashes, GUARANTEE - NOISE + 1)
     return frozenset(int(h) for h in selected)
+
+
+@lru_cache(maxsize=8192)
+def _without_comments(text: str) -> str:
+    """``text`` less its comments, which the fingerprints never read (the lexer drops them): two
+    files that differ only in comments then share one entry of :func:`fingerprints`' cache.
+    ``text`` itself where Python's tokenizer cannot read it."""
+    try:
+        kept = [token for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                if token.type != tokenize.COMMENT]  # fmt: skip
+        return tokenize.untokenize(kept)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return text
 
 
 def functions(source: str) -> Iterable[tuple[str, str]]:
@@ -142,7 +161,11 @@ def answers(path: Path = CORPUS) -> tuple[Answer, ...]:
 
 def best(text: str, known: Iterable[Answer]) -> tuple[float, Answer | None]:
     """The answer of ``known`` that ``text`` holds the largest share of, and that share."""
-    own = fingerprints(text)
+    return _best(fingerprints(_without_comments(text)), tuple(known))
+
+
+@lru_cache(maxsize=8192)
+def _best(own: frozenset[int], known: tuple[Answer, ...]) -> tuple[float, Answer | None]:
     top, found = 0.0, None
     for answer in known:
         score = len(own & answer.fingerprints) / len(answer.fingerprints)
@@ -163,14 +186,16 @@ def matches(sources: Mapping[str, str], known: Iterable[Answer] | None = None,
     wanted = set(only) if only is not None else None
     found = []
     for path, source in sorted(sources.items()):
+        whole: set[int] = set()  # the file's functions' fingerprints, as a file answer is built
         for name, text in functions(source):
+            whole |= fingerprints(_without_comments(text))
             if wanted is not None and (path, name) not in wanted:
                 continue
             score, answer = best(text, per_function)
             if answer is not None and score >= THRESHOLD:
                 found.append(Match(path, name, answer, score))
-        if wanted is None and len(source) <= MAX_SOURCE_CHARS:
-            score, answer = best(source, per_file)
+        if wanted is None and whole:
+            score, answer = _best(frozenset(whole), tuple(per_file))
             if answer is not None and score >= THRESHOLD:
                 found.append(Match(path, answer.function, answer, score))
     return found

@@ -12,6 +12,7 @@ import importlib
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,12 @@ from learning.grade.cli import main, read_seed
 from learning.grade.clone import make_clone, run_bench, submit
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "honest"))
+from corpus import PYTHON  # noqa: E402  (learners' own answers, which keep their full marks)
+
 MEASUREMENT = "exercises/measurement.py"
+# A learner's own measurement answers, from the honest corpus (tests/honest/).
+OWN_MEASUREMENT = next(s for s in PYTHON if s.name == "measurement_statistics")
 BENCH = [
     "--op",
     "add",
@@ -62,18 +68,17 @@ def _graded_class(tmp_path_factory) -> dict:
     release = make_clone(work / "release")  # the course, as learners clone it
     solved = work / "add.py"
     solved.write_bytes(own_solution("exercises/kernels/add.py", release))
+    measured = work / "measurement.py"  # a learner's own answers (the reference's are a copy)
+    measured.write_bytes(OWN_MEASUREMENT.source(release))
     clean = make_clone(
         work / "clean",
         release,
-        learner_files={
-            MEASUREMENT: REPO / "reference" / "measurement.py",
-            "exercises/kernels/add.py": solved,
-        },
+        learner_files={MEASUREMENT: measured, "exercises/kernels/add.py": solved},
     )
     submit(clean, submissions, "clean", [run_bench(clean, BENCH, work / "add.json")])
 
     inverted_source = work / "measurement_inverted.py"
-    text = (REPO / "reference" / "measurement.py").read_text()
+    text = measured.read_text()
     assert "return baseline_ms / candidate_ms" in text
     inverted_source.write_text(
         text.replace("return baseline_ms / candidate_ms", "return candidate_ms / baseline_ms")
