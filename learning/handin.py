@@ -112,7 +112,7 @@ def pack(root: Path, output: Path, reports_folder: Path, say=print) -> dict:
             )
     if not reports:
         say(f"warning: no report of your own kernels under {reports_folder}; the grader gives "
-            "0 report points without one (kernel-bench --impl learner ...)")  # fmt: skip
+            "0 report points without one (.venv/bin/kernel-bench --impl learner ...)")  # fmt: skip
     members = {**contents, **reports}
     manifest = {
         "format": MANIFEST_FORMAT,

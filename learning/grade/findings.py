@@ -25,24 +25,26 @@ FIXES: dict[str, str] = {
     "fingerprint-incomplete": "submit the report kernel-bench wrote; its fingerprint lacks "
     "files every run executes",
     "outside-course": "run kernel-bench on your exercises/ files inside the course folder",
-    "claims-reference": "benchmark your own kernel (kernel-bench --impl learner); a reference "
-    "run measures the course's code, not yours",
+    "claims-reference": "benchmark your own kernel (.venv/bin/kernel-bench --impl learner); a "
+    "reference run measures the course's code, not yours",
     "copied": "submit a report of your own code",
     "reference-copy": "write the kernel yourself; reference/ holds the kernel yours is measured "
     "against, not an answer to hand in",
     "plausibility": "nothing, if the figures are genuine: the instructor re-runs the command",
-    "check": "fix the kernel until `python -m learning.check EXERCISE` passes",
+    "check": "fix the kernel until `.venv/bin/python -m learning.check EXERCISE` passes",
     "not-graded": "nothing on your side: the checker failed on this exercise, so it is not "
     "graded yet; the instructor grades it again",
-    "no-reports": "run kernel-bench --impl learner and put its JSON report under reports/",
+    "no-reports": "run .venv/bin/kernel-bench --impl learner and put its JSON report under "
+    "reports/",
     "derived": "submit the report kernel-bench wrote: a case's shape, dtype, bytes or FLOPs are "
     "not what the course's op registry gives",
     "cases": "submit the report kernel-bench wrote, with every case its settings ask for",
-    "variants": "benchmark your own kernel with kernel-bench --impl learner and submit that "
-    "report unedited",
+    "variants": "benchmark your own kernel with .venv/bin/kernel-bench --impl learner and "
+    "submit that report unedited",
     "correctness": "submit the report kernel-bench wrote; its oracle check records were edited",
     "copied-samples": "submit the timings kernel-bench measured for your own kernel",
-    "learner-untimed": "fix the kernel until it passes (python -m learning.check EXERCISE), "
+    "learner-untimed": "fix the kernel until it passes (.venv/bin/python -m learning.check "
+    "EXERCISE), "
     "then run kernel-bench --impl learner again",
     "dynamic-code": "import your helpers with import statements; exec, eval, importlib and "
     "reading .py files load code that no report can fingerprint",
