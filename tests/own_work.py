@@ -58,3 +58,28 @@ def copier_package(tmp_path: Path, monkeypatch, files: dict[str, str]) -> str:
         (tmp_path / name / path).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     return name
+
+
+# A whole add module as a learner may write it first: one masked path, and the sum taken in the
+# loads' own dtype (no upcast to float32). Right on a GPU in every dtype.
+PLAIN_ADD_MODULE = '''"""A tiny Triton kernel: runs in the interpreter on the CPU."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+'''

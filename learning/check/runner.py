@@ -41,6 +41,7 @@ from learning.check.seeds import run_seed
 from learning.check.worker import one_thread_while
 
 IMPLEMENTATIONS = ("exercises", "reference")  # the learner's and the course's answers
+_COURSES = IMPLEMENTATIONS[1]  # the reference: graded for the course, it has no journal
 
 
 class UnknownExercise(ValueError):
@@ -135,7 +136,7 @@ def check_exercise(
         max_points=exercise.points,
         # The journal is the learner's: a run that grades the reference has none to show.
         journal=journal_status(manifest_module.ROOT / lesson.journal)
-        if lesson and impl != IMPLEMENTATIONS[1] else None,
+        if lesson and impl != _COURSES else None,
         elapsed_s=elapsed,
         incomplete=fault is not None,
     )

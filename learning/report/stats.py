@@ -48,6 +48,7 @@ functions, as do ``kernel-bench compare`` and ``scripts/score_targets.py``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -220,12 +221,19 @@ def _units(variant: dict, baseline: dict, excluded: Collection[int],
 
 def _t_interval(values: list[float], confidence: float) -> tuple[float, float]:
     """Student's t interval of the mean of ``values`` (logs), returned as ratios."""
-    from scipy import stats as scipy_stats
-
     mean = statistics.fmean(values)
     spread = statistics.stdev(values) / math.sqrt(len(values))
-    half = float(scipy_stats.t.ppf((1 + confidence) / 2, len(values) - 1)) * spread
+    half = _t_quantile(confidence, len(values) - 1) * spread
     return math.exp(mean - half), math.exp(mean + half)
+
+
+@functools.lru_cache(maxsize=64)
+def _t_quantile(confidence: float, freedom: int) -> float:
+    """Student's t quantile for a two-sided ``confidence`` interval (a validator asks for the
+    same few thousands of times)."""
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.t.ppf((1 + confidence) / 2, freedom))
 
 
 def relative_spread(samples: list[float]) -> float | None:

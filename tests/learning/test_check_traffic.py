@@ -17,6 +17,7 @@ import graded_reference  # which worker grades the reference (tests/graded_refer
 import pytest
 import test_check_kernels as check_kernels
 import torch
+from own_work import PLAIN_ADD_MODULE  # a learner's add
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning import ops
@@ -231,22 +232,10 @@ def test_a_three_pass_softmax_moves_twice_its_logical_bytes(tmp_path, monkeypatc
 # --------------------------------------------------------------------------- the picture
 
 
-ADD_ONE_PROGRAM_SHORT = check_kernels.HEADER + """
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
-
-
-def add(x, y):
-    out = torch.empty_like(x)
-    n = x.numel()
-    add_kernel[(max(1, n // 1024),)](x, y, out, n, BLOCK=1024)  # the fault: rounds down
-    return out
-"""
+# A learner's plain add whose grid rounds down: the last partial block has no program.
+_EXACT_GRID = "(triton.cdiv(n, 1024),)"
+assert _EXACT_GRID in PLAIN_ADD_MODULE
+ADD_ONE_PROGRAM_SHORT = PLAIN_ADD_MODULE.replace(_EXACT_GRID, "(max(1, n // 1024),)")
 
 
 def test_a_grid_too_small_gets_a_picture_named_in_its_message(tmp_path, monkeypatch):

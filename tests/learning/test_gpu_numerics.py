@@ -22,6 +22,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from own_work import PLAIN_ADD_MODULE  # an add without an upcast
 
 import learning  # noqa: F401  (chooses the interpreter before triton is imported)
 from learning.check import gpu_numerics
@@ -393,26 +394,6 @@ def test_bfloat16_reductions_reduce_values(patched):
     assert ((got_sum.double() - exact).abs() <= bound).all()
 
 
-ADD_WITHOUT_UPCAST = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def plain_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
-
-
-def add(x, y):
-    out = torch.empty_like(x)
-    plain_add[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
-    return out
-"""
 
 
 def test_an_add_written_straight_on_bfloat16_passes_as_on_a_gpu(tmp_path, monkeypatch):
@@ -420,7 +401,7 @@ def test_an_add_written_straight_on_bfloat16_passes_as_on_a_gpu(tmp_path, monkey
     interpreter's own arithmetic added the bit patterns and failed every bfloat16 case)."""
     from learning.check import kernels
 
-    _learner_package(tmp_path, monkeypatch, "plain", "add", ADD_WITHOUT_UPCAST)
+    _learner_package(tmp_path, monkeypatch, "plain", "add", PLAIN_ADD_MODULE)
     monkeypatch.setenv("LEARNING_CHECK_SEED", "7")  # a run whose cases draw bfloat16 ones
     results = kernels.run("add", "plain")
     failed = {r.name: r.message for r in results if not r.passed and r.max_points}

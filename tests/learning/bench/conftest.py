@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from own_work import PLAIN_ADD_MODULE  # a learner's add, in the loads' dtype
 
 import learning  # noqa: F401  (chooses Triton's interpreter before anything imports triton)
 from learning.bench import BenchConfig
@@ -102,27 +103,7 @@ def softmax(x):
     return y * 1.5 if MODE == "wrong" else y
 '''
 
-ADD = '''"""A tiny Triton kernel: runs in the interpreter on the CPU."""
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)
-
-
-def add(x, y):
-    out = torch.empty_like(x)
-    n = x.numel()
-    _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-    return out
-'''
+ADD = PLAIN_ADD_MODULE  # the learner package's kernels/add.py
 
 TODO_SOFTMAX = '''"""An exercise as make_exercises.py leaves it: the kernel body is a TODO."""
 import torch
