@@ -194,3 +194,25 @@ def test_the_causal_ops_are_the_full_ones_with_the_flag():
             assert getattr(full, field) == getattr(causal, field), field
         shape = full.default_shapes[0]
         assert causal.flops(shape) * 2 == full.flops(shape)
+
+
+def test_the_math_backend_refuses_scores_past_its_limit_in_one_line(monkeypatch):
+    """The math backend writes (and under autograd keeps) B x H x N x N scores, and a run keeps
+    every case's CUDA graphs: at the recorded shapes that ran an H100 out of memory. Past the
+    limit it refuses, naming the size; at the limit it runs."""
+    # the largest recorded shape is refused; the smallest recorded head-dim-64 shape is not
+    assert 4 * 32 * 4096**2 * 2 > definition.MATH_SCORES_BYTES >= 8 * 16 * 2048**2 * 2
+    spec = ops.get("attention")
+    inputs = spec.inputs(spec.cpu_shapes[0], torch.float16, seed=3)
+    batch, heads, n, _ = spec.cpu_shapes[0]
+    at_limit = batch * heads * n * n * 2  # fp16 scores of this shape, in bytes
+    monkeypatch.setattr(definition, "MATH_SCORES_BYTES", at_limit)
+    verdicts = correctness.compare_all(spec.call(spec.baselines["sdpa_math"], inputs),
+                                       spec.expected(inputs), spec.tolerances[torch.float16],
+                                       dtype=torch.float16,
+                                       labels=correctness.output_labels(spec))  # fmt: skip
+    assert all(v.passed for v in verdicts)
+    monkeypatch.setattr(definition, "MATH_SCORES_BYTES", at_limit - 1)
+    with pytest.raises(definition.BackendRefused) as refused:
+        spec.call(spec.baselines["sdpa_math"], inputs)
+    assert "\n" not in str(refused.value) and "MATH" in str(refused.value)

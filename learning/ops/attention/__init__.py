@@ -188,13 +188,38 @@ def flex(q, k, v, causal):
     return _COMPILED[key](q, k, v, causal)
 
 
+MATH_SCORES_BYTES = 2**30  # the largest N x N matrix of scores the math backend is given
+
+
+def _math(q, k, v, causal):
+    """SDPA's math backend, the textbook three steps, below a size. It writes the scores and
+    the probabilities, each ``B x H x N x N`` (and under autograd keeps them for the backward),
+    and kernel-bench keeps every case's CUDA graphs, with the memory they were captured with,
+    for the whole run: at 4 x 32 x 4096 x 128 bf16 one matrix is 4 GiB, and the four
+    head-dim-128 cases of one sweep held 72 GiB of an H100's 79 before the causal cases could
+    start. Above :data:`MATH_SCORES_BYTES` a matrix, it refuses; its rate at the sizes it
+    takes (15-25 TFLOP/s) is the point it makes."""
+    batch, heads, n, _ = q.shape
+    scores = batch * heads * n * k.shape[-2] * q.element_size()
+    if scores > MATH_SCORES_BYTES:
+        raise BackendRefused(
+            f"SDPA's MATH backend is not run at shape {tuple(q.shape)}: its N x N scores would "
+            f"take {scores / 2**30:.1f} GiB (the limit is {MATH_SCORES_BYTES / 2**30:.0f} GiB), "
+            "held with every other case's CUDA graphs for the whole run"
+        )
+    return _math_sdpa(q, k, v, causal)
+
+
+_math_sdpa = _sdpa(SDPBackend.MATH)
+_math.__name__ = _math_sdpa.__name__
+
 # The first is the one every ratio divides by: FlashAttention-2, the kernel to match.
 BASELINES = MappingProxyType(
     {
         "sdpa_flash": _sdpa(SDPBackend.FLASH_ATTENTION),
         "sdpa_cudnn": _sdpa(SDPBackend.CUDNN_ATTENTION),
         "sdpa_efficient": _sdpa(SDPBackend.EFFICIENT_ATTENTION),
-        "sdpa_math": _sdpa(SDPBackend.MATH),
+        "sdpa_math": _math,
         "flex_attention": flex,
     }
 )
