@@ -109,11 +109,13 @@ class Family:
     cases_per_op: int
     parts: int  # GPU calls the family is split into
     overhead_s: float  # a case's seconds besides its samples: compile, JIT, the oracle's gate
+    # (generator, family, one "fits the caps?" test a case) -> one shape a case
     draw: Callable[[random.Random, Family, list[Callable[[Shape], bool]]], list[Shape]]
 
-    @property
-    def axis_names(self) -> tuple[str, ...]:
-        return tuple(axis.name for axis in self.axes)
+    def holds(self, spec: OpSpec) -> bool:
+        """Is ``spec`` one of this family's ops: its axes, forward or training?"""
+        names = tuple(axis.name for axis in self.axes)
+        return spec.shape_names == names and spec.training == self.training
 
     def part_names(self) -> tuple[str, ...]:
         if self.parts == 1:
@@ -237,30 +239,32 @@ def _gemm_shapes(rng: random.Random, family: Family, fits: list) -> list[Shape]:
                 if not free:
                     raise ValueError(f"no {regime} GEMM shape fits the suite's caps")
                 continue
-            dims[axis] = sized(
-                kinds[axis], max(floor, dims[axis] * 3 // 4), floor, max(floor, dims[axis] * 3 // 4)
-            )
+            smaller = max(floor, dims[axis] * 3 // 4)
+            dims[axis] = sized(kinds[axis], smaller, floor, smaller)
         shapes.append(tuple(dims))
     return shapes
 
 
-_ROWS, _GEMM_SIZE = Axis("M", 1, 10**6, 1, 64), (1, 16384, 1, 96)
+_ROW_AXES = (Axis("M", 1, 10**6, 1, 64), Axis("N", 32, 262144, 8, 1024))
+_GEMM_AXES = tuple(Axis(name, 1, 16384, 1, 96) for name in "MNK")
 FAMILIES: tuple[Family, ...] = (
-    Family("rows", (_ROWS, Axis("N", 32, 262144, 8, 1024)), False, 20, 2, 3.0, _row_shapes),
-    Family("rows-training", (_ROWS, Axis("N", 32, 262144, 8, 1024)), True, 20, 1, 5.0, _row_shapes),
     Family(
-        "gemm", tuple(Axis(name, *_GEMM_SIZE) for name in "MNK"), False, 30, 1, 6.0, _gemm_shapes
+        name="rows", axes=_ROW_AXES, training=False, cases_per_op=20, parts=2, overhead_s=3.0,
+        draw=_row_shapes,
     ),
     Family(
-        "gemm-training",
-        tuple(Axis(name, *_GEMM_SIZE) for name in "MNK"),
-        True,
-        20,
-        1,
-        8.0,
-        _gemm_shapes,
+        name="rows-training", axes=_ROW_AXES, training=True, cases_per_op=20, parts=1,
+        overhead_s=5.0, draw=_row_shapes,
     ),
-)
+    Family(
+        name="gemm", axes=_GEMM_AXES, training=False, cases_per_op=30, parts=1, overhead_s=6.0,
+        draw=_gemm_shapes,
+    ),
+    Family(
+        name="gemm-training", axes=_GEMM_AXES, training=True, cases_per_op=20, parts=1,
+        overhead_s=8.0, draw=_gemm_shapes,
+    ),
+)  # fmt: skip
 # Every name --suite takes: a family (all of its cases) and each of its parts.
 SUITES: Mapping[str, tuple[Family, int | None]] = MappingProxyType(
     {
@@ -291,12 +295,16 @@ def check(name: str, seed: object = 0) -> None:
 
 
 def members(family: Family) -> list[OpSpec]:
-    """The registry's ops in ``family``: its axes, forward or training, in index order."""
-    return [
-        spec
-        for spec in ops.OPS.values()
-        if spec.shape_names == family.axis_names and spec.training == family.training
-    ]
+    """The registry's ops in ``family``, in index order."""
+    return [spec for spec in ops.OPS.values() if family.holds(spec)]
+
+
+def family_of(spec: OpSpec) -> Family:
+    """The family ``spec`` belongs to; a ValueError for an op no family holds."""
+    for family in FAMILIES:
+        if family.holds(spec):
+            return family
+    raise ValueError(f"{spec.name} ({'x'.join(spec.shape_names)}) is in no shape suite")
 
 
 def fits(spec: OpSpec, shape: Shape, dtype: str) -> bool:
@@ -317,12 +325,9 @@ def call_s(spec: OpSpec, shape: Shape, dtype: str) -> float:
 def estimate_s(spec: OpSpec, shape: Shape, dtype: str, calls: int, cold: bool) -> float:
     """A case's kernel-bench seconds: its family's overhead, then ``calls`` timed calls of each
     variant (the PyTorch baselines, torch.compile's and the reference)."""
-    family = next(
-        f for f in FAMILIES if f.axis_names == spec.shape_names and f.training == spec.training
-    )
     variants = len(spec.baselines) + 2
     one = VARIANT_SLOWDOWN * call_s(spec, shape, dtype) + (COLD_FLUSH_S if cold else 0.0)
-    return family.overhead_s + variants * calls * one
+    return family_of(spec).overhead_s + variants * calls * one
 
 
 def _op_cases(family: Family, spec: OpSpec, seed: int) -> list[Case]:
@@ -366,7 +371,7 @@ def cases(name: str, seed: int = 0, device: str = "cuda") -> list[Case]:
 
 
 def _ceiling(chosen: list[Case]) -> list[Case]:
-    """The streaming ceiling's case, for cases that hold some of its op's axes."""
+    """The streaming ceiling's case, where ``chosen`` holds cases of its op's axes (rows)."""
     from learning.report.sweeps import CEILING_CASE
 
     op, shape, dtype = CEILING_CASE
@@ -376,5 +381,5 @@ def _ceiling(chosen: list[Case]) -> list[Case]:
 
 
 def _on_cpu(spec: OpSpec, shape: Shape) -> Shape:
-    family = next(f for f in FAMILIES if f.axis_names == spec.shape_names)
-    return tuple(axis.on_cpu(size) for axis, size in zip(family.axes, shape, strict=True))
+    axes = family_of(spec).axes
+    return tuple(axis.on_cpu(size) for axis, size in zip(axes, shape, strict=True))
