@@ -65,8 +65,6 @@ class SweepSpec:
 
 _RECORDED = ("--samples", "15", "--visits", "5")  # the sampling of the large sweeps
 SUITE_SEED = 0  # the seed the recorded shape-suite sweeps draw their cases from
-
-
 # the shape suite (learning.bench.suite): one sweep a part, warm and cold, compiled per case
 SUITE_SWEEPS: tuple[SweepSpec, ...] = tuple(
     SweepSpec(
