@@ -65,8 +65,10 @@ def _fmt(value, spec: str) -> str:
 
 def markdown(report: dict, problems: list[str]) -> str:
     env, settings = report["environment"], report["settings"]
+    chosen = settings["op"] if settings.get("suite") is None else (
+        f"suite {settings['suite']} (seed {settings.get('suite_seed')})")  # fmt: skip
     lines = [
-        f"# kernel-bench: {settings['op']} on {env.get('gpu_name') or 'CPU (interpreter)'}",
+        f"# kernel-bench: {chosen} on {env.get('gpu_name') or 'CPU (interpreter)'}",
         "",
         f"- timing: {settings['timing']}, cache: {settings['cache']}, "
         f"samples {settings['samples']} over {settings['visits']} visits, "

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from learning import ops
+from learning.bench import suite as shape_suite
 from learning.bench.config import (
     BURSTS,
     CACHES,
@@ -40,6 +41,7 @@ EPILOG = f"""examples:
   kernel-bench --op softmax --device cpu --output results/local/softmax-cpu.json
   kernel-bench --op all --shape 1024 1024 --shape 2048 2048 2048 --output results/local/one.json
   kernel-bench --op softmax --max-noise 0.5 --max-seconds 5 --output results/local/quiet.json
+  kernel-bench --suite rows-1 --suite-seed 0 --compile --output results/local/rows-1.json
   kernel-bench compare results/h200/all.json results/local/all.json
 
 --timing events times ordinary Python calls: a short kernel reads as its launch overhead.
@@ -69,11 +71,24 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    chosen = p.add_mutually_exclusive_group(required=True)
+    chosen.add_argument(
         "--op",
-        required=True,
         help=f"an op or a group of ops: {', '.join([*ops.GROUPS, *ops.NAMES])} (all: the forward "
         "ops; training: the training steps)",
+    )
+    chosen.add_argument(
+        "--suite",
+        help=f"instead of --op: the cases of a shape suite drawn from the registry, "
+        f"{', '.join(shape_suite.SUITES)} (a family, or one part of it that fits one GPU "
+        "call); its ops, shapes and dtypes are its own, so no --shape or --dtype",
+    )
+    p.add_argument(
+        "--suite-seed",
+        type=int,
+        metavar="S",
+        help="with --suite: the seed its cases are drawn from (default 0); recorded, so the "
+        "report's list can be drawn again",
     )
     p.add_argument(
         "--shape",
@@ -212,6 +227,8 @@ def parse(argv: list[str] | None = None) -> BenchConfig:
         min_samples=args.min_samples,
         max_seconds=args.max_seconds,
         keep_throttled=args.keep_throttled,
+        suite=args.suite,
+        suite_seed=args.suite_seed,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from learning import ops, runtime
+from learning.bench import suite as shape_suite
 
 TIMINGS = ("graph", "events")
 CACHES = ("warm", "cold")
@@ -41,7 +42,7 @@ class BenchInputError(ValueError):
 class BenchConfig:
     """One ``kernel-bench`` invocation. ``learning.bench.run(config)`` carries it out."""
 
-    op: str
+    op: str | None  # an op or a group; None with a suite
     output: Path
     shapes: tuple[tuple, ...] | None = None  # None: the spec's default (or CPU) shapes
     cases: tuple[str, ...] | None = None  # "op/MxN/dtype": only these of the selected cases
@@ -69,6 +70,8 @@ class BenchConfig:
     min_samples: int | None = None  # with max_noise: at least this many (None: samples)
     max_seconds: float = 10.0  # with max_noise: the most a case spends in added visits
     keep_throttled: bool = False  # keep rounds that ran throttled in the verdicts
+    suite: str | None = None  # instead of op: the cases of a shape suite (learning.bench.suite)
+    suite_seed: int | None = None  # the suite's seed (None: 0 with a suite)
 
     def settings(self, device: str, ops_run: list[str], dtypes: list[str]) -> dict:
         """The report's ``settings``: every field, resolved, plus the figures the method fixed."""
@@ -95,7 +98,13 @@ class BenchConfig:
             "min_samples": self.samples if self.min_samples is None else self.min_samples,
             "max_seconds": self.max_seconds if self.max_noise is not None else None,
             "max_samples": MAX_SAMPLES if self.max_noise is not None else None,
+            "suite_seed": self.resolved_suite_seed(),
         }
+
+    def resolved_suite_seed(self) -> int | None:
+        if self.suite is None:
+            return None
+        return 0 if self.suite_seed is None else self.suite_seed
 
     def resolved_iterations(self, device: str) -> int:
         if self.iterations is not None:
@@ -173,10 +182,7 @@ def precheck(config: BenchConfig) -> None:
     """Every refusal that needs no op definition (and so no torch): the op and dtype names,
     the numbers, the output file. ``kernel-bench`` asks it before it imports the engine, so a
     mistyped command line is refused in a fraction of a second; the run asks it again."""
-    try:
-        ops.check_names(config.op, config.dtype)
-    except ValueError as error:
-        raise BenchInputError(str(error)) from None
+    check_selection(config)
     check_numbers(config)
     check_output(config.output, force=config.force)
     if importlib.util.find_spec("scipy") is None:  # asked now, not after the whole run
@@ -184,6 +190,32 @@ def precheck(config: BenchConfig) -> None:
             "scipy is not installed: the verdicts' intervals need its Student's t quantiles "
             "(pip install scipy, or carry its wheel to a machine that cannot install)"
         )
+
+
+def check_selection(config: BenchConfig) -> None:
+    """The op (or group) and dtype names, or the suite's name and seed: one of the two ways
+    to choose cases, never both."""
+    if config.suite is None:
+        if config.suite_seed is not None:
+            raise BenchInputError("--suite-seed needs --suite (it seeds the suite's cases)")
+        if config.op is None:
+            raise BenchInputError("choose the cases: --op NAME, or --suite NAME")
+        try:
+            ops.check_names(config.op, config.dtype)
+        except ValueError as error:
+            raise BenchInputError(str(error)) from None
+        return
+    given = [name for name, value in (("--op", config.op), ("--shape", config.shapes),
+                                      ("--dtype", config.dtype)) if value is not None]  # fmt: skip
+    if given:
+        raise BenchInputError(
+            f"--suite chooses the ops, shapes and dtypes itself: drop {given[0]} (--case "
+            "narrows a suite to some of its cases)"
+        )
+    try:
+        shape_suite.check(config.suite, config.resolved_suite_seed())
+    except ValueError as error:
+        raise BenchInputError(str(error)) from None
 
 
 def check_numbers(config: BenchConfig) -> None:
@@ -286,7 +318,12 @@ def _shapes_by_rank(specs: list, shapes: tuple) -> dict[str, list]:
 
 
 def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, str]]:
-    """Cases to run: ``(spec, shape, dtype name)`` for every op x shape x dtype requested."""
+    """Cases to run: ``(spec, shape, dtype name)`` for every op x shape x dtype requested, or
+    the suite's cases."""
+    check_selection(config)
+    if config.suite is not None:
+        cases = shape_suite.cases(config.suite, config.resolved_suite_seed(), device)
+        return _chosen(config, cases, device)
     try:
         specs = ops.resolve(config.op)
     except ValueError as error:
@@ -317,6 +354,11 @@ def select(config: BenchConfig, device: str) -> list[tuple[ops.OpSpec, tuple, st
         else:
             shapes = list(spec.cpu_shapes if device == "cpu" else spec.default_shapes)
         cases += [(spec, shape, ops.dtype_name(dtype)) for shape in shapes for dtype in dtypes]
+    return _chosen(config, cases, device)
+
+
+def _chosen(config: BenchConfig, cases: list, device: str) -> list:
+    """The selection narrowed by ``--case``, its memory checked on the CPU."""
     cases = _only(cases, config.cases) if config.cases else cases
     if device == "cpu":  # on a GPU an allocation that fails skips its case (timers.out_of_memory)
         _check_memory(cases)
@@ -356,6 +398,19 @@ def _check_memory(cases: list) -> None:
                 f"copies need about {need / 2**30:,.1f} GiB, and this machine has "
                 f"{available / 2**30:,.1f} GiB available; choose a smaller --shape"
             )
+
+
+def selection_arguments(settings: dict) -> list[str]:
+    """The kernel-bench words that choose a report's cases again: ``--op`` with its
+    ``--shape``s and ``--dtype``, or ``--suite`` with its seed."""
+    if settings.get("suite") is not None:
+        return ["--suite", settings["suite"], "--suite-seed", str(settings.get("suite_seed") or 0)]
+    words = ["--op", settings["op"]]
+    for shape in settings.get("shapes") or ():
+        words += ["--shape", *map(str, shape)]
+    if settings.get("dtype"):
+        words += ["--dtype", settings["dtype"]]
+    return words
 
 
 def case_key(op: str, shape, dtype: str) -> str:

@@ -39,6 +39,8 @@ def _label(case: dict) -> str:
 
 def expected_cases(settings: dict) -> tuple[list[tuple[str, tuple, str]], list[str]]:
     """The cases a run with these settings measures, and problems with the settings."""
+    if settings.get("suite") is not None:
+        return _suite_cases(settings)
     try:
         specs = ops.resolve(settings["op"])
     except ValueError as error:
@@ -65,13 +67,31 @@ def expected_cases(settings: dict) -> tuple[list[tuple[str, tuple, str]], list[s
         else:
             chosen = list(spec.cpu_shapes if device == "cpu" else spec.default_shapes)
         cases += [(spec.name, tuple(shape), dtype) for shape in chosen for dtype in dtypes]
+    return cases, problems + _runs_problems(settings, cases, repr(settings["op"]))
+
+
+def _suite_cases(settings: dict) -> tuple[list[tuple[str, tuple, str]], list[str]]:
+    """The cases of the shape suite the settings name, drawn again from its seed."""
+    from learning.bench import suite
+
+    try:
+        drawn = suite.cases(settings["suite"], settings.get("suite_seed"), settings["device"])
+    except ValueError as error:
+        return [], [str(error)]
+    cases = [(spec.name, shape, dtype) for spec, shape, dtype in drawn]
+    return cases, _runs_problems(settings, cases, f"suite {settings['suite']!r}")
+
+
+def _runs_problems(settings: dict, cases: list, chosen_by: str) -> list[str]:
+    """settings.ops and settings.dtypes against what the cases hold."""
+    problems = []
     ops_run = list(dict.fromkeys(name for name, _, _ in cases))
     dtypes_run = list(dict.fromkeys(dtype for _, _, dtype in cases))
     if settings.get("ops") != ops_run:
-        problems.append(f"settings.ops {settings.get('ops')} is not what {settings['op']!r} runs")
+        problems.append(f"settings.ops {settings.get('ops')} is not what {chosen_by} runs")
     if sorted(settings.get("dtypes") or []) != sorted(dtypes_run):
         problems.append(f"settings.dtypes {settings.get('dtypes')} is not what the settings run")
-    return cases, problems
+    return problems
 
 
 def _case_problems(case: dict, settings: dict) -> list[str]:

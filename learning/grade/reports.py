@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from learning import ops
+from learning.bench.config import selection_arguments
 from learning.check import known_answers, originality
 from learning.grade.evidence import evidence_findings
 from learning.grade.findings import Finding
@@ -423,11 +424,7 @@ def bench_command(report: dict, device: str = "cuda") -> str:
     a report's timings on their own GPU.
     """
     settings = report["settings"]
-    words = ["kernel-bench", "--op", settings["op"]]
-    for shape in settings.get("shapes") or ():
-        words += ["--shape", *map(str, shape)]
-    if settings.get("dtype"):
-        words += ["--dtype", settings["dtype"]]
+    words = ["kernel-bench", *selection_arguments(settings)]
     if settings["compile"]:
         words.append("--compile")
         if settings.get("compile_mode", "default") != "default":

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from learning.bench.config import selection_arguments
 from learning.check.remote import derive_seed
 from learning.grade.clone import make_clone, run_bench
 from learning.grade.findings import Finding
@@ -71,11 +72,7 @@ def machine_device(requested: str) -> str:
 
 def bench_arguments(settings: dict, seed: int, device: str) -> list[str]:
     """The kernel-bench arguments (no ``--output``) that measure a report's cases again."""
-    words = ["--op", settings["op"]]
-    for shape in settings.get("shapes") or ():
-        words += ["--shape", *map(str, shape)]
-    if settings.get("dtype"):
-        words += ["--dtype", settings["dtype"]]
+    words = selection_arguments(settings)
     if settings["compile"]:
         words += ["--compile", "--compile-mode", settings.get("compile_mode", "default")]
     if device == "cuda":

@@ -180,6 +180,7 @@ def _selected(report: dict) -> list[str] | None:
         config = BenchConfig(
             op=settings["op"], output=Path("unused.json"), shapes=shapes,
             dtype=settings.get("dtype"), impl=settings.get("impl", "reference"),
+            suite=settings.get("suite"), suite_seed=settings.get("suite_seed"),
         )  # fmt: skip
         return [case_key(s.name, shape, dtype) for s, shape, dtype in select(config, "cuda")]
     except (KeyError, TypeError, ValueError, BenchInputError):

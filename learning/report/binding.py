@@ -19,7 +19,8 @@ its gate verdict:
   packages' ``__init__.py``), and for a learner run the learner's files too.
 
 The :data:`INTERFACE` modules are recorded but never bind: the command line, the table
-printer, the comparison, the op index, the settings' parsing (every setting is recorded) and
+printer, the comparison, the op index, the settings' parsing (every setting is recorded), the
+shape suite (it only chooses cases, each recorded by op, shape and dtype) and
 the report package, whose derivations (figures, intervals, verdicts, throttle flags) the
 validator computes again from the samples anyway. So adding an op, rewording a summary or a
 ``--help`` line, or fixing a message stales no recorded case; editing a kernel stales the
@@ -69,6 +70,7 @@ INTERFACE = frozenset(
         "learning/bench/config.py",
         "learning/bench/entry.py",
         "learning/bench/output.py",
+        "learning/bench/suite.py",
         "learning/check/__init__.py",
         "learning/ops/__init__.py",
     }

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from learning.bench import suite as shape_suite
 from learning.report.binding import Staleness, stale_ops
 from learning.report.fingerprint import REPO_ROOT
 
@@ -46,8 +47,33 @@ class SweepSpec:
         only = [word for case in cases for word in ("--case", case)]
         return ["python3", "-m", "learning.bench", *self.arguments, *only, "--output", output]
 
+    def untimed(self) -> tuple[float, int]:
+        """Seconds a case and cases a recording, for a sweep no card has timed yet: a shape
+        suite's own estimate (``learning.bench.suite.estimate_s``, at the sweep's sampling),
+        else :data:`UNKNOWN_CASE_S` for 40 cases."""
+        if self.script or "--suite" not in self.arguments:
+            return UNKNOWN_CASE_S, 40
+        from learning.bench.cli import parse
+
+        config = parse([*self.arguments, "--output", "unused.json"])
+        cases = shape_suite.cases(config.suite, config.resolved_suite_seed())
+        calls = config.samples * config.resolved_iterations("cuda")
+        cold = config.cache == "cold"
+        total = sum(shape_suite.estimate_s(*case, calls, cold) for case in cases)
+        return total / len(cases), len(cases)
+
 
 _RECORDED = ("--samples", "15", "--visits", "5")  # the sampling of the large sweeps
+SUITE_SEED = 0  # the seed the recorded shape-suite sweeps draw their cases from
+# the shape suite (learning.bench.suite): one sweep a part, warm and cold, compiled per case
+SUITE_SWEEPS: tuple[SweepSpec, ...] = tuple(
+    SweepSpec(
+        f"shapes-{part}{tail}",
+        ("--suite", part, "--suite-seed", str(SUITE_SEED), "--compile", *cache, *_RECORDED),
+    )
+    for part in shape_suite.PARTS
+    for tail, cache in (("", ()), ("-cold", ("--cache", "cold")))
+)
 SWEEPS: Mapping[str, SweepSpec] = MappingProxyType(
     {
         spec.name: spec
@@ -69,13 +95,17 @@ SWEEPS: Mapping[str, SweepSpec] = MappingProxyType(
             SweepSpec("attention-training", ("--op", "attention_training", "--dtype", "bfloat16",
                                              "--iterations", "10")),  # fmt: skip
             SweepSpec("validate-kernels", ("--no-timing",), script="scripts/validate_kernels.py"),
+            *SUITE_SWEEPS,
         )
     }
 )
 # Sweeps defined but not yet recorded on any card: ``stale`` prints the commands that record
 # them, and the recorded-evidence tests hold every other sweep fresh on some card. A name
 # leaves this list with its first recording (a test fails while a recorded sweep stays here).
-NOT_YET_RECORDED: frozenset[str] = frozenset({"attention", "attention-cold", "attention-training"})
+NOT_YET_RECORDED: frozenset[str] = frozenset(
+    {"attention", "attention-cold", "attention-training"}
+    | {spec.name for spec in SUITE_SWEEPS}
+)
 # The streaming ceiling: the fastest variant of this case, in the same run (scripts/_targets.py
 # holds every target as a share of it).
 CEILING_CASE = ("add", (16384, 4096), "float16")
@@ -204,7 +234,8 @@ class SweepState:
 
 def _timing(sweep: Sweep, others: Iterable[Sweep]) -> tuple[float, int]:
     """Seconds a case and cases a recording, from this card's recordings of the sweep or,
-    failing that, another card's (a script record counts as one case of its elapsed time)."""
+    failing that, another card's (a script record counts as one case of its elapsed time),
+    or failing both, the sweep's own estimate (:meth:`SweepSpec.untimed`)."""
     for candidate in (sweep, *others):
         timed = []
         for _, report in candidate.files:
@@ -214,7 +245,7 @@ def _timing(sweep: Sweep, others: Iterable[Sweep]) -> tuple[float, int]:
                 timed.append((report["data"]["elapsed_s"], 1))
         if timed:
             return sum(d for d, _ in timed) / sum(n for _, n in timed), timed[0][1]
-    return UNKNOWN_CASE_S, 40
+    return SWEEPS[sweep.name].untimed()
 
 
 def _record_stale(report: dict, root: Path) -> Staleness | None:
