@@ -46,7 +46,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from copydetect.utils import filter_code, winnow
 
 ROOT = Path(__file__).resolve().parents[2]  # the course's, which a release copies as it is
 CORPUS = Path(__file__).with_name("known_answers.json")
@@ -97,6 +96,10 @@ def fingerprints(text: str) -> frozenset[int]:
     """The winnowed fingerprints of Python ``text`` (see the module docstring). Kept for each
     text seen: a class's files share every function the exercise gave and the learner did not
     change, so grading a class lexes each of those once."""
+    # imported here: copydetect imports matplotlib and pygments (0.6 s of CPU), which a
+    # process that never compares code (a reference check, kernel-bench) need not pay
+    from copydetect.utils import filter_code, winnow
+
     filtered, _ = filter_code(text, "answer.py", "python")
     if len(filtered) < NOISE:
         return frozenset()
