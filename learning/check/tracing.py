@@ -7,11 +7,40 @@ worked (how many tile products a blocked matmul made), a report that is a hint a
 
 from __future__ import annotations
 
+import functools
+import sys
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
-class Dispatches(TorchDispatchMode):
+class DispatchMode(TorchDispatchMode):
+    """A ``TorchDispatchMode`` whose ``__torch_dispatch__`` is hidden from ``torch.compile``
+    only in a process that has imported ``torch._dynamo``.
+
+    PyTorch wraps a subclass's ``__torch_dispatch__`` in ``torch._disable_dynamo``, whose first
+    call imports ``torch._dynamo``: about 1.5 s of CPU in every check worker that records a
+    call, though none of them compiles anything. Nothing can be compiled before that import
+    (``torch.compile`` makes it), so until then the method runs unwrapped; after it, wrapped
+    as PyTorch wraps it."""
+
+    def __init_subclass__(cls, **kwargs):
+        raw = cls.__dict__.get("__torch_dispatch__")
+        super().__init_subclass__(**kwargs)
+        wrapped = cls.__dict__.get("__torch_dispatch__")
+        if raw is None or wrapped is raw:
+            return
+
+        @functools.wraps(raw)
+        def dispatch(*args, **kwargs):
+            if "torch._dynamo" in sys.modules:
+                return wrapped(*args, **kwargs)
+            return raw(*args, **kwargs)
+
+        cls.__torch_dispatch__ = dispatch
+
+
+class Dispatches(DispatchMode):
     """Records each ATen operator that runs, with the bytes of its tensor inputs and outputs."""
 
     def __init__(self):

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from learning.check.replay.errors import ReplayError
+from learning.check.tracing import DispatchMode
 
 MAX_STEPS = 10_000
 # The ATen operators a step stands for, and how a message names what made their result.
@@ -111,7 +111,7 @@ def run(step: Step, memories: list) -> None:
 # --------------------------------------------------------------------------- the recorder's side
 
 
-class PlumbingWatch(TorchDispatchMode):
+class PlumbingWatch(DispatchMode):
     """While active, hands ``recorder`` each copy and conversion the call runs.
 
     Entered by :class:`~learning.check.replay.TraceRecorder`; it calls the recorder's
