@@ -11,6 +11,7 @@ import pytest
 from learning.bench import BenchInputError, cli
 from learning.bench import config as config_module
 from learning.bench.config import check_numbers, select
+from learning.bench.suite import SEED_LIMIT
 
 DOCUMENTED = {
     "all": "--op all --dtype float16 --output results/local/all.json",
@@ -98,6 +99,16 @@ BAD_LINES = {
     "no GPU": "--op softmax --device cuda",
     "unfinished or missing exercise": "--op softmax --impl learner --device cpu",
     "shape too large for memory": "--op softmax --shape 1000000000 1000000000 --device cpu",
+    "unknown suite": "--suite rowz",
+    "negative seed": "--suite rows --suite-seed -1",
+    "seed too large": f"--suite rows --suite-seed {SEED_LIMIT}",
+    "text seed": "--suite rows --suite-seed zero",
+    "seed without suite": "--op softmax --suite-seed 3",
+    "suite and op": "--suite rows --op softmax",
+    "suite and dtype": "--suite rows --dtype float16",
+    "suite and shape": "--suite gemm --shape 8 8 8",
+    "neither op nor suite": "--device cpu",
+    "a case not in the suite": "--suite gemm --device cpu --case matmul/7x7x7/float16",
 }
 
 

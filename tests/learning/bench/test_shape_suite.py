@@ -226,29 +226,7 @@ def test_an_op_added_to_the_registry_joins_its_family_and_moves_no_other(monkeyp
 
 
 # --------------------------------------------------------------------------- kernel-bench
-
-
-BAD = {
-    "unknown suite": "--suite rowz",
-    "negative seed": "--suite rows --suite-seed -1",
-    "seed too large": f"--suite rows --suite-seed {suite.SEED_LIMIT}",
-    "text seed": "--suite rows --suite-seed zero",
-    "seed without suite": "--op softmax --suite-seed 3",
-    "suite and op": "--suite rows --op softmax",
-    "suite and dtype": "--suite rows --dtype float16",
-    "suite and shape": "--suite gemm --shape 8 8 8",
-    "neither op nor suite": "--device cpu",
-    "a case not in the suite": "--suite gemm --device cpu --case matmul/7x7x7/float16",
-}
-
-
-@pytest.mark.parametrize("line", BAD.values(), ids=BAD.keys())
-def test_a_bad_suite_request_is_one_line_exit_2_and_no_file(line, tmp_path, capsys):
-    output = tmp_path / "report.json"
-    assert cli.main([*line.split(), "--output", str(output)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "error" in err, err
-    assert list(tmp_path.iterdir()) == []
+# (a bad suite request: tests/learning/bench/test_bench_cli.py, BAD_LINES)
 
 
 @pytest.mark.parametrize("family", suite.FAMILIES, ids=lambda f: f.name)
